@@ -1,0 +1,88 @@
+/**
+ * Events on node:diagnostics_channel. Every channel is created once here; a message is built only
+ * when someone subscribes. Subscribers run synchronously inside surelock: keep them cheap.
+ */
+import diagnostics from "node:diagnostics_channel";
+import { debuglog } from "node:util";
+import type { LockLostReason } from "./errors.js";
+
+/** Published when a lease was acquired (also on re-entry). */
+export interface AcquireMessage {
+  readonly key: string;
+  readonly fencingToken: bigint;
+  readonly reentered: boolean;
+  /** Time from the call to the lease, ms. */
+  readonly waitedMs: number;
+  /** Number of attempts sent to Redis. */
+  readonly attempts: number;
+}
+/** Published when a lease was released. */
+export interface ReleaseMessage {
+  readonly key: string;
+  readonly fencingToken: bigint;
+  /** Time the lease was held, ms. */
+  readonly heldMs: number;
+}
+/** Published on each explicit extend and each watchdog renewal batch. */
+export interface ExtendMessage {
+  readonly key: string;
+  readonly fencingToken: bigint;
+  readonly ttl: number;
+  /** True when the watchdog did it. */
+  readonly automatic: boolean;
+}
+/** Published when a lease is lost. */
+export interface LostMessage {
+  readonly key: string;
+  readonly fencingToken: bigint;
+  readonly reason: LockLostReason;
+  /** Time from the moment the lease became unsafe to the abort, ms (0 when it was learned from Redis). */
+  readonly lateByMs: number;
+}
+/** Published when an acquire starts waiting and when it stops. */
+export interface WaitMessage {
+  readonly key: string;
+  readonly phase: "start" | "end";
+  /** On `end`: how it ended. */
+  readonly outcome?: "acquired" | "timeout" | "aborted" | "error";
+  readonly waitedMs: number;
+}
+/** Published when best-effort cleanup failed (nobody else would hear about it). */
+export interface ErrorMessage {
+  readonly key: string;
+  readonly operation: string;
+  readonly error: Error;
+}
+
+/** All surelock channels, created at load time. */
+export const channels = {
+  acquire: diagnostics.channel("surelock:acquire"),
+  release: diagnostics.channel("surelock:release"),
+  extend: diagnostics.channel("surelock:extend"),
+  lost: diagnostics.channel("surelock:lost"),
+  wait: diagnostics.channel("surelock:wait"),
+  error: diagnostics.channel("surelock:error"),
+} as const;
+
+interface Messages {
+  acquire: AcquireMessage;
+  release: ReleaseMessage;
+  extend: ExtendMessage;
+  lost: LostMessage;
+  wait: WaitMessage;
+  error: ErrorMessage;
+}
+
+/** Publishes `make()` on the channel, calling `make` only when somebody listens. */
+export function publish<K extends keyof Messages>(name: K, make: () => Messages[K]): void {
+  const channel = channels[name];
+  if (channel.hasSubscribers) channel.publish(make());
+}
+
+// NODE_DEBUG=surelock prints every event: it is one more subscriber, not a second code path.
+const debug = debuglog("surelock");
+if (debug.enabled) {
+  for (const channel of Object.values(channels)) {
+    channel.subscribe((message) => debug("%s %o", channel.name, message));
+  }
+}

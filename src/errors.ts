@@ -1,0 +1,159 @@
+/**
+ * Typed errors. Every class carries a stable `code` (part of the public contract) and a
+ * process-wide brand, so `instanceof` also works when both the ESM and the CJS build of
+ * surelock are loaded into one process (each build has its own class objects).
+ */
+
+const BRAND = Symbol.for("surelock.error");
+
+/** Why a lease stopped being trustworthy. */
+export type LockLostReason = "taken" | "expired" | "unreachable";
+
+/** Base class of every error surelock throws. Match on `code`, which never changes. */
+export class SurelockError extends Error {
+  /** Stable machine-readable code, e.g. `ERR_SURELOCK_TIMEOUT`. */
+  readonly code: string;
+
+  /** @internal */
+  static readonly CODE: string | undefined = undefined;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /** Brand check: true for errors from any loaded copy of surelock with the class's code. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (typeof value !== "object" || value === null) return false;
+    if ((value as Record<symbol, unknown>)[BRAND] !== true) return false;
+    const expected = (this as { CODE?: string | undefined }).CODE;
+    return expected === undefined || (value as { code?: unknown }).code === expected;
+  }
+}
+
+/** `acquire` waited `timeout` ms without getting the lock. */
+export class LockTimeoutError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_TIMEOUT";
+  /** The user's key. */
+  readonly key: string;
+  /** How long the caller actually waited, in ms (monotonic clock). */
+  readonly waitedMs: number;
+  /** The timeout that was asked for, in ms. */
+  readonly timeoutMs: number;
+
+  constructor(key: string, waitedMs: number, timeoutMs: number) {
+    super(
+      LockTimeoutError.CODE,
+      `timed out waiting for lock "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`,
+    );
+    this.key = key;
+    this.waitedMs = waitedMs;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The lease is gone: taken by another owner, expired, or unprovable while Redis was unreachable. */
+export class LockLostError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_LOCK_LOST";
+  readonly key: string;
+  readonly reason: LockLostReason;
+
+  constructor(key: string, reason: LockLostReason, detail?: string, options?: { cause?: unknown }) {
+    super(
+      LockLostError.CODE,
+      `lock "${key}" was lost (${reason})${detail ? `: ${detail}` : ""}`,
+      options,
+    );
+    this.key = key;
+    this.reason = reason;
+  }
+}
+
+/** Release or extend of a lock that this owner does not hold (for example, after it was released). */
+export class LockNotHeldError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_NOT_HELD";
+  readonly key: string;
+
+  constructor(key: string, detail: string) {
+    super(LockNotHeldError.CODE, `lock "${key}" is not held by this owner: ${detail}`);
+    this.key = key;
+  }
+}
+
+/** One node's answer in quorum mode. */
+export interface NodeOutcome {
+  /** The node, as `host:port` or the adapter's name for it. */
+  readonly node: string;
+  /** Whether this node voted for the operation. */
+  readonly ok: boolean;
+  /** Why it did not, when it did not. */
+  readonly error?: Error;
+}
+
+/** Quorum mode: fewer than N/2+1 nodes agreed. `nodes` lists every node's outcome. */
+export class QuorumError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_QUORUM";
+  readonly key: string;
+  readonly nodes: readonly NodeOutcome[];
+
+  constructor(key: string, operation: string, nodes: readonly NodeOutcome[], detail?: string) {
+    const agreed = nodes.filter((n) => n.ok).length;
+    const needed = Math.floor(nodes.length / 2) + 1;
+    const list = nodes
+      .map((n) => `${n.node}: ${n.ok ? "ok" : (n.error?.message ?? "refused")}`)
+      .join("; ");
+    super(
+      QuorumError.CODE,
+      `${operation} of "${key}" reached ${agreed} of ${nodes.length} nodes, ${needed} needed` +
+        `${detail ? ` (${detail})` : ""} [${list}]`,
+    );
+    this.key = key;
+    this.nodes = nodes;
+  }
+}
+
+/** A bad argument; thrown before any I/O. Names the argument, the value and what was expected. */
+export class InvalidArgumentError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_INVALID_ARGUMENT";
+  /** The argument's name, e.g. `ttl` or `options.timeout`. */
+  readonly argument: string;
+  /** The value received. */
+  readonly value: unknown;
+
+  constructor(argument: string, value: unknown, expected: string) {
+    super(
+      InvalidArgumentError.CODE,
+      `invalid ${argument}: expected ${expected}, received ${describe(value)}`,
+    );
+    this.argument = argument;
+    this.value = value;
+  }
+}
+
+/** Redis unreachable or failing. `cause` is the client's error, when there was one. */
+export class ConnectionError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_CONNECTION";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ConnectionError.CODE, message, options);
+  }
+}
+
+/** The `Surelock` instance was closed. */
+export class ClosedError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_CLOSED";
+  constructor(what = "this Surelock instance") {
+    super(ClosedError.CODE, `${what} is closed`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return `"${value.length > 80 ? `${value.slice(0, 80)}…` : value}" (string)`;
+  if (typeof value === "bigint") return `${value}n (bigint)`;
+  if (typeof value === "number") return `${value} (number)`;
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
