@@ -1,0 +1,29 @@
+/** Picks the adapter for whatever client the user passed. */
+import { InvalidArgumentError } from "../errors.js";
+import { IoredisAdapter, isIoredis } from "./ioredis.js";
+import {
+  isNodeRedis, isNodeRedisCluster, isNodeRedisSentinel, NodeRedisAdapter, NodeRedisClusterAdapter, NodeRedisSentinelAdapter,
+} from "./node-redis.js";
+import type { RedisAdapter } from "./types.js";
+
+function isAdapter(value: unknown): value is RedisAdapter {
+  const v = value as Partial<RedisAdapter> | null;
+  return (
+    typeof v === "object" && v !== null &&
+    typeof v.evalsha === "function" && typeof v.eval === "function" &&
+    typeof v.command === "function" && typeof v.createSubscriber === "function"
+  );
+}
+
+export function toAdapter(client: unknown, argument: string): RedisAdapter {
+  if (isAdapter(client)) return client;
+  if (isIoredis(client)) return new IoredisAdapter(client);
+  if (isNodeRedisCluster(client)) return new NodeRedisClusterAdapter(client);
+  if (isNodeRedisSentinel(client)) return new NodeRedisSentinelAdapter(client);
+  if (isNodeRedis(client)) return new NodeRedisAdapter(client);
+  throw new InvalidArgumentError(
+    argument,
+    client,
+    "an ioredis Redis or Cluster, a node-redis client, cluster or Sentinel client (v4+), or a RedisAdapter",
+  );
+}

@@ -1,0 +1,212 @@
+/**
+ * Adapter for ioredis `Redis` (standalone or Sentinel-backed) and `Cluster` clients. We never add
+ * commands to the user's client; we only send commands, add event listeners (removed on close)
+ * and duplicate connections for wake-ups.
+ */
+import { slotOf } from "../keys.js";
+import { commandThenWaitOnNode, type NodeSender, type NodeTarget } from "./cluster-wait.js";
+import { ShardedSubscriber, type ShardSource } from "./sharded-subscriber.js";
+import type { AcknowledgedReply, RedisAdapter, RedisArg, RedisSubscriber, ReplicaWait } from "./types.js";
+
+type Listener = (...args: never[]) => void;
+
+/** The parts of an ioredis pipeline that we use. */
+export interface IoredisPipelineLike {
+  call(command: string, ...args: RedisArg[]): IoredisPipelineLike;
+  exec(): Promise<[Error | null, unknown][] | null>;
+}
+
+/** The parts of an ioredis `Redis` or `Cluster` that we use. */
+export interface IoredisLike {
+  call(command: string, ...args: RedisArg[]): Promise<unknown>;
+  duplicate(override?: Record<string, unknown>): IoredisLike;
+  pipeline(): IoredisPipelineLike;
+  on(event: string, listener: Listener): unknown;
+  once(event: string, listener: Listener): unknown;
+  connect(): Promise<unknown>;
+  removeListener?(event: string, listener: () => void): unknown;
+  status: string;
+  isCluster?: boolean;
+  options?: { host?: string; port?: number; name?: string; sentinels?: unknown[] | null };
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+  ssubscribe?(...channels: string[]): Promise<unknown>;
+  sunsubscribe?(...channels: string[]): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  /** Cluster only: slot -> node keys (`host:port`), the primary first. */
+  slots?: string[][];
+  /** Cluster only: the connection of each node. */
+  nodes?(role?: "all" | "master" | "slave"): IoredisLike[];
+  /** Cluster only. */
+  refreshSlotsCache?(): void;
+}
+
+export function isIoredis(client: unknown): client is IoredisLike {
+  const c = client as Partial<IoredisLike> | null;
+  return (
+    typeof c === "object" && c !== null &&
+    typeof c.call === "function" && typeof c.duplicate === "function" &&
+    typeof c.status === "string"
+  );
+}
+
+/** A SSUBSCRIBE that ioredis never answers (it swallows MOVED replies to it) fails after this. */
+const SUBSCRIBE_TIMEOUT_MS = 2_000;
+
+export class IoredisAdapter implements RedisAdapter {
+  readonly name: string;
+  readonly cluster: boolean;
+  readonly #client: IoredisLike;
+  readonly #nodes: NodeSender;
+
+  constructor(client: IoredisLike) {
+    this.#client = client;
+    this.cluster = client.isCluster === true;
+    const { host = "127.0.0.1", port = 6379, sentinels, name } = client.options ?? {};
+    this.name = this.cluster ? "cluster" : sentinels?.length ? `sentinel:${name ?? "mymaster"}` : `${host}:${port}`;
+    this.#nodes = nodeSender(client);
+  }
+
+  evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+    return this.#client.call("EVALSHA", sha, keys.length, ...keys, ...args);
+  }
+
+  eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+    return this.#client.call("EVAL", script, keys.length, ...keys, ...args);
+  }
+
+  command(args: readonly RedisArg[]): Promise<unknown> {
+    const [name, ...rest] = args;
+    return this.#client.call(String(name), ...rest);
+  }
+
+  async commandThenWait(args: readonly RedisArg[], key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply> {
+    if (this.cluster) return commandThenWaitOnNode(this.#nodes, args, key, wait);
+    // One pipeline is one write on the client's single connection: WAIT follows the command there,
+    // even if the client reconnects to a new primary in between (both go, in order, to the new one).
+    const replies = await sendAll(this.#client, [args, ["WAIT", wait.replicas, wait.timeoutMs]]);
+    const [reply, waited] = replies;
+    if (reply instanceof Error) throw reply;
+    return waited instanceof Error ? { reply, acknowledged: 0, waitError: waited } : { reply, acknowledged: Number(waited) || 0 };
+  }
+
+  async createSubscriber(): Promise<RedisSubscriber> {
+    if (this.cluster) return new ShardedSubscriber(shardSource(this.#client), SUBSCRIBE_TIMEOUT_MS);
+    // A duplicate keeps the client's options, Sentinel ones included: after a failover it asks the
+    // sentinels for the new primary and subscribes its channels again.
+    const connection = this.#client.duplicate();
+    // A duplicate of a `lazyConnect` client is lazy too: nothing would ever connect it.
+    if (connection.status === "wait") void connection.connect().catch(() => {});
+    let onMessage: (channel: string, message: string) => void = () => {};
+    let onReconnect: () => void = () => {};
+    let readyOnce = false;
+    // An 'error' event without a listener would crash the process; the subscriber's
+    // failures surface through missed wake-ups, which the safety poll covers.
+    connection.on("error", () => {});
+    connection.on("message", ((channel: string, message: string) => onMessage(channel, message)) as Listener);
+    connection.on("ready", (() => {
+      if (readyOnce) onReconnect();
+      readyOnce = true;
+    }) as Listener);
+    return {
+      subscribe: async (channel) => {
+        // Without an offline queue a SUBSCRIBE sent before the connection is up just fails.
+        if (connection.status !== "ready") await readyWithin(connection, SUBSCRIBE_TIMEOUT_MS);
+        await connection.subscribe(channel);
+      },
+      unsubscribe: async (channel) => {
+        await connection.unsubscribe(channel);
+      },
+      onMessage: (handler) => { onMessage = handler; },
+      onReconnect: (handler) => { onReconnect = handler; },
+      close: async () => {
+        try {
+          await connection.quit();
+        } catch {
+          connection.disconnect();
+        }
+      },
+    };
+  }
+}
+
+/** Resolves when the connection is ready, or after `ms` (the caller's command then fails or queues). */
+function readyWithin(connection: IoredisLike, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    connection.once("ready", (() => { clearTimeout(timer); resolve(); }) as Listener);
+  });
+}
+
+/** Sends commands back to back in one pipeline; each reply, or the Error returned for it. */
+async function sendAll(client: IoredisLike, commands: readonly (readonly RedisArg[])[]): Promise<unknown[]> {
+  const pipeline = client.pipeline();
+  for (const [name, ...args] of commands) pipeline.call(String(name), ...args);
+  const results = (await pipeline.exec()) ?? [];
+  return results.map(([error, reply]) => error ?? reply);
+}
+
+const addressOf = (node: IoredisLike): string => `${node.options?.host ?? "127.0.0.1"}:${node.options?.port ?? 6379}`;
+
+/** A Cluster node's own connection (the one the Cluster client uses for it), by `host:port`. */
+function nodeAt(cluster: IoredisLike, address: string): IoredisLike | undefined {
+  return cluster.nodes?.("all").find((node) => addressOf(node) === address);
+}
+
+function ownerOf(cluster: IoredisLike, key: string): string | undefined {
+  return cluster.slots?.[slotOf(key)]?.[0];
+}
+
+function nodeSender(cluster: IoredisLike): NodeSender {
+  return {
+    async send(target: NodeTarget, commands) {
+      const address = "key" in target ? ownerOf(cluster, target.key) : target.address;
+      const node = address === undefined ? undefined : nodeAt(cluster, address);
+      return node ? sendAll(node, commands) : undefined;
+    },
+    refresh: () => cluster.refreshSlotsCache?.(),
+  };
+}
+
+function shardSource(cluster: IoredisLike): ShardSource {
+  return {
+    ownerOf: (channel) => ownerOf(cluster, channel),
+    open(address, events) {
+      const node = nodeAt(cluster, address);
+      if (!node) return undefined;
+      // A plain connection to that node with the Cluster's connection options. It does not
+      // reconnect by itself: the subscriber reopens it, at whichever node then owns its channels.
+      const connection = node.duplicate({
+        lazyConnect: false, retryStrategy: null, autoResubscribe: false, enableOfflineQueue: true, readOnly: false,
+      });
+      connection.on("smessage", ((channel: string, message: string) => events.message(channel, message)) as Listener);
+      connection.on("end", (() => events.broken()) as Listener);
+      // ioredis reports a SSUBSCRIBE answered with MOVED this way (and never settles the call).
+      connection.on("moved", (() => events.broken()) as Listener);
+      connection.on("error", ((error: Error) => {
+        // A server-side SUNSUBSCRIBE (its slot migrated away) arrives unasked: ioredis' reply
+        // queue is then out of step with the server, so the connection is replaced.
+        if (error.message.includes("Command queue state error")) events.broken();
+      }) as Listener);
+      // Through the named methods: ioredis tracks subscriptions by the lower-case command name,
+      // and `call("SSUBSCRIBE")` would crash its reply handler.
+      const { ssubscribe, sunsubscribe } = connection;
+      if (!ssubscribe || !sunsubscribe) {
+        connection.disconnect();
+        return undefined;
+      }
+      return {
+        ssubscribe: (channel) => ssubscribe.call(connection, channel),
+        sunsubscribe: (channel) => sunsubscribe.call(connection, channel),
+        close: () => connection.disconnect(),
+      };
+    },
+    watchTopology(handler) {
+      cluster.on("refresh", handler);
+      return () => cluster.removeListener?.("refresh", handler);
+    },
+    refresh: () => cluster.refreshSlotsCache?.(),
+  };
+}
