@@ -1,0 +1,103 @@
+/** The `--help` texts. Keep them in step with docs/cli.md. */
+
+const CONNECTION = `Connection:
+  --redis URL        redis://[user:password@]host[:port][/db], or rediss:// for TLS; repeat it
+                     for quorum (Redlock) mode over independent primaries. Default: $REDIS_URL,
+                     else redis://127.0.0.1:6379. A Cluster node's URL uses the whole Cluster.
+  --prefix P         key namespace of the locks (default "surelock")
+  -h, --help         this help`;
+
+export const MAIN_HELP = `surelock: distributed locks on Redis
+
+Usage:
+  surelock exec --key K [--ttl 30s] [--timeout 10s] -- command [args...]
+  surelock inspect K [--json]
+  surelock list [PATTERN] [--json]
+  surelock release K --force [--kind mutex|rw|semaphore]
+  surelock doctor [--json] [--strict]
+
+Commands:
+  exec      run a command while holding the lock K; stop it if the lock is lost
+  inspect   show who holds K and who waits for it
+  list      list the locks held, optionally only keys matching a glob PATTERN
+  release   delete a lock whose holder is dead or stuck, and wake its waiters
+  doctor    check that a Redis deployment is fit for locks
+
+${CONNECTION}
+  --version          print the version
+
+Durations: 500ms, 30s, 2m, 1h, or a number of milliseconds.
+Run "surelock COMMAND --help" for the options of a command.`;
+
+export const COMMAND_HELP = {
+  exec: `Usage: surelock exec --key K [options] -- command [args...]
+
+Waits for the mutex K, runs the command while holding it, releases it when the command exits,
+and exits with the command's exit code (128+n if a signal n ended it). The lease is renewed
+every ttl/3. If it is lost (renewal refused, or Redis unreachable past its validity) the command
+is sent SIGTERM, then SIGKILL after --kill-after, and surelock exits with 76. SIGINT, SIGTERM and
+SIGHUP are passed on to the command. The command sees SURELOCK_KEY and SURELOCK_FENCING_TOKEN.
+
+Options:
+  --key K            the lock to hold (required)
+  --ttl D            lease length (default 30s); a dead holder's lock frees after at most this
+  --timeout D        longest wait for the lock (default: wait until interrupted); 0 = one try
+  --kill-after D     after a lost lease, time between SIGTERM and SIGKILL (default 5s)
+  --fair             queue in arrival order with other --fair waiters
+  --foreground       keep the command in surelock's process group, so it can read the terminal
+                     (default: its own group, so a lost lease stops its children too)
+  --verbose          log acquire, renewals, loss and release on stderr
+
+${CONNECTION}
+
+Exit codes: the command's own; 2 bad arguments; 69 Redis unreachable; 75 --timeout passed;
+76 lease lost (command stopped); 126 command not executable; 127 command not found.
+
+Example:
+  surelock exec --key nightly-report --timeout 0 -- ./make-report.sh`,
+
+  inspect: `Usage: surelock inspect K [--json]
+
+Shows what Redis holds for the key K: the mutex holder (owner, entries, fencing token, time left),
+the waiters of a fair mutex, the read-write lock's writer and readers, and the semaphore's holders.
+
+Options:
+  --json             machine-readable output (one entry per node)
+
+${CONNECTION}`,
+
+  list: `Usage: surelock list [PATTERN] [--json]
+
+Lists the locks held under the prefix, with their kind, owner, fencing token and time left.
+PATTERN is a Redis glob on the lock's key (* ? [abc] \\x), default *. Uses SCAN, never KEYS.
+
+Options:
+  --json             machine-readable output (an array of locks)
+
+${CONNECTION}`,
+
+  release: `Usage: surelock release K --force [--kind mutex|rw|semaphore]
+
+Deletes the lock K and wakes its waiters. Its holder is not told: it keeps working until its
+next renewal fails (up to a third of its ttl), so for a moment two processes may hold the lock.
+Use it only for a holder that is dead or stuck; without --force nothing is deleted.
+
+Options:
+  --force            really delete it
+  --kind KIND        mutex (default), rw (a read-write lock: writer and readers) or semaphore
+
+${CONNECTION}`,
+
+  doctor: `Usage: surelock doctor [--json] [--strict]
+
+Checks the deployment: Redis version, Lua scripting, role and replicas (min-replicas-to-write),
+persistence (appendonly, appendfsync, save), maxmemory-policy, Cluster state, round-trip latency,
+and in quorum mode the number and independence of the nodes. Prints ok / warn / fail per check
+and exits with 1 if any check fails.
+
+Options:
+  --json             machine-readable output
+  --strict           warnings fail too (exit 1)
+
+${CONNECTION}`,
+} as const;
