@@ -1,0 +1,82 @@
+// Command-line parsing: bad arguments exit with 2 and one line naming the flag and the value,
+// before any connection is made; --help and --version exit with 0.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { cli } from "./support.js";
+
+// Nothing listens on port 1: a case that tried to connect would fail with 69, not 2.
+const NOWHERE = ["--redis", "redis://127.0.0.1:1"];
+
+const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.ProcessEnv?])[] = [
+  ["a malformed --ttl", ["exec", ...NOWHERE, "--key", "k", "--ttl", "abc", "--", "true"], /invalid --ttl "abc": expected a duration/],
+  ["a --ttl below 10 ms", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5ms", "--", "true"], /invalid --ttl "5ms": expected at least 10 ms/],
+  ["a fraction of a millisecond", ["exec", ...NOWHERE, "--key", "k", "--timeout", "1.5ms", "--", "true"], /invalid --timeout "1\.5ms"/],
+  ["a negative --timeout", ["exec", ...NOWHERE, "--key", "k", "--timeout", "-1", "--", "true"], /missing value for --timeout \(got "-1"/],
+  ["a malformed --kill-after", ["exec", ...NOWHERE, "--key", "k", "--kill-after", "soon", "--", "true"], /invalid --kill-after "soon"/],
+  ["exec without --key", ["exec", ...NOWHERE, "--", "true"], /missing --key/],
+  ["an empty --key", ["exec", ...NOWHERE, "--key=", "--", "true"], /invalid --key "": expected 1 to 1024 characters/],
+  ["--key without a value", ["exec", ...NOWHERE, "--key"], /missing value for --key/],
+  ["exec without a command", ["exec", ...NOWHERE, "--key", "k"], /missing the command to run, after --/],
+  ["a command not after --", ["exec", ...NOWHERE, "--key", "k", "echo", "hi"], /unexpected argument "echo": put the command after --/],
+  ["an unknown flag", ["exec", ...NOWHERE, "--nope", "--key", "k", "--", "true"], /unknown option --nope/],
+  ["another command's flag", ["exec", ...NOWHERE, "--json", "--key", "k", "--", "true"], /unknown option --json; it belongs to surelock inspect, surelock list, surelock doctor/],
+  ["a value for a boolean flag", ["exec", ...NOWHERE, "--fair=yes", "--key", "k", "--", "true"], /option --fair takes no value, got "yes"/],
+  ["a flag given twice", ["exec", ...NOWHERE, "--key", "a", "--key", "b", "--", "true"], /option --key given more than once/],
+  ["inspect without a key", ["inspect", ...NOWHERE], /missing K/],
+  ["inspect with two keys", ["inspect", ...NOWHERE, "a", "b"], /unexpected argument "b"/],
+  ["list with release's flag", ["list", ...NOWHERE, "--force"], /unknown option --force; it belongs to surelock release/],
+  ["an unknown --kind", ["release", ...NOWHERE, "k", "--force", "--kind", "lock"], /invalid --kind "lock": expected mutex, rw, semaphore/],
+  ["doctor with an operand", ["doctor", ...NOWHERE, "extra"], /unexpected argument "extra"/],
+  ["an unknown command", ["frobnicate"], /unknown command "frobnicate": expected one of exec, inspect, list, release, doctor/],
+  ["a flag before any command", ["--json"], /unknown option --json before a command/],
+  ["a URL that is not redis://", ["list", "--redis", "http://127.0.0.1:1"], /invalid --redis "http:\/\/127\.0\.0\.1:1": expected a URL/],
+  ["one server given twice", ["list", ...NOWHERE, "--redis", "redis://127.0.0.1:1/0"], /127\.0\.0\.1:1 is given twice/],
+  ["a prefix with braces", ["list", ...NOWHERE, "--prefix", "a{b}"], /invalid --prefix "a\{b\}"/],
+  ["a bad REDIS_URL", ["list"], /invalid REDIS_URL "nope"/, { REDIS_URL: "nope" }],
+];
+
+void describe("command-line errors", { concurrency: 2 }, () => {
+  for (const [what, args, message, env] of BAD) {
+    void it(`${what} exits with 2 and one line naming it`, async () => {
+      const r = await cli(args, env);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stdout, "");
+      const lines = r.stderr.trimEnd().split("\n");
+      assert.equal(lines.length, 1, r.stderr);
+      assert.match(lines[0] ?? "", /^surelock( \w+)?: /);
+      assert.match(lines[0] ?? "", message);
+    });
+  }
+
+  void it("no arguments at all print the usage on stderr and exit with 2", async () => {
+    const r = await cli([]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^Usage:$/m);
+  });
+});
+
+void describe("help and version", { concurrency: 2 }, () => {
+  void it("--help prints the usage of every command and exits with 0", async () => {
+    const r = await cli(["--help"]);
+    assert.equal(r.code, 0);
+    for (const command of ["exec", "inspect", "list", "release", "doctor"]) assert.match(r.stdout, new RegExp(`surelock ${command}`));
+  });
+
+  void it("COMMAND --help (or -h) prints that command's options and exits with 0", async () => {
+    const exec = await cli(["exec", "--help"]);
+    assert.equal(exec.code, 0);
+    assert.match(exec.stdout, /^Usage: surelock exec --key K/);
+    assert.match(exec.stdout, /--kill-after D/);
+    const release = await cli(["release", "-h"]);
+    assert.equal(release.code, 0);
+    assert.match(release.stdout, /--force/);
+  });
+
+  void it("--version prints the package version", async () => {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const r = await cli(["--version"]);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout.trim(), pkg.version);
+  });
+});

@@ -1,0 +1,121 @@
+// The CLI's pure helpers, in process: durations, Redis globs, URLs and key-name parsing.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { parseRedisUrl } from "../../src/cli/connection.js";
+import { formatDuration, parseDuration } from "../../src/cli/duration.js";
+import { escapeGlob, globToRegExp } from "../../src/cli/glob.js";
+import { parseName } from "../../src/cli/list.js";
+import { ownerOfMember } from "../../src/cli/lock-state.js";
+import { KeySpace } from "../../src/keys.js";
+
+void describe("parseDuration", () => {
+  void it("reads ms, s, m, h and bare numbers of ms", () => {
+    assert.equal(parseDuration("500ms"), 500);
+    assert.equal(parseDuration("30s"), 30_000);
+    assert.equal(parseDuration("2m"), 120_000);
+    assert.equal(parseDuration("1h"), 3_600_000);
+    assert.equal(parseDuration("250"), 250);
+    assert.equal(parseDuration("0"), 0);
+    assert.equal(parseDuration("1.5s"), 1_500);
+    assert.equal(parseDuration("1.1s"), 1_100, "no floating-point residue");
+  });
+
+  void it("rejects anything else instead of guessing", () => {
+    for (const text of ["", "s", "abc", "-1", "1.5ms", "10 s", "10S", "1e3", "1d", " 5", "3000000000"]) {
+      assert.equal(parseDuration(text), undefined, text);
+    }
+  });
+
+  void it("formatDuration reads like a person would say it", () => {
+    assert.equal(formatDuration(850), "850 ms");
+    assert.equal(formatDuration(29_840), "29.8 s");
+    assert.equal(formatDuration(59_990), "1 min");
+    assert.equal(formatDuration(250_000), "4 min 10 s");
+    assert.equal(formatDuration(7_500_000), "2 h 5 min");
+  });
+});
+
+void describe("globToRegExp (Redis glob syntax)", () => {
+  const matches = (pattern: string, text: string) => globToRegExp(pattern).test(text);
+
+  void it("* and ? match runs and single characters, anchored at both ends", () => {
+    assert.ok(matches("orders:*", "orders:42"));
+    assert.ok(matches("*", ""));
+    assert.ok(!matches("orders:*", "my-orders:42"));
+    assert.ok(matches("a?c", "abc"));
+    assert.ok(!matches("a?c", "ac"));
+  });
+
+  void it("classes take ranges, negation and escapes; a reversed range is the same range", () => {
+    assert.ok(matches("[dp]*", "doc"));
+    assert.ok(matches("[^a-c]x", "dx"));
+    assert.ok(!matches("[^a-c]x", "bx"));
+    assert.ok(matches("[z-a]", "m"));
+    assert.ok(matches("[a\\]]", "]"));
+    assert.ok(matches("[-]", "-"));
+  });
+
+  void it("a backslash escapes, and RegExp syntax in a pattern is literal", () => {
+    assert.ok(matches("a\\*b", "a*b"));
+    assert.ok(!matches("a\\*b", "axb"));
+    assert.ok(matches("(x)|y.+{2}", "(x)|y.+{2}"));
+    assert.ok(matches("a[", "a["), "an unterminated class is a plain [");
+    assert.ok(matches("no-such-*", "no-such-key"));
+  });
+
+  void it("escapeGlob makes a text match only itself", () => {
+    const text = "we*ird?[x]\\";
+    assert.ok(globToRegExp(escapeGlob(text)).test(text));
+    assert.ok(!globToRegExp(escapeGlob(text)).test("weXird?[x]\\"));
+  });
+});
+
+void describe("parseName", () => {
+  const keys = new KeySpace("app");
+
+  void it("recognises the holder keys of every kind and gives back the user key", () => {
+    for (const [key, kind, name] of [
+      ["orders:42", "mutex", keys.of("orders:42").lock],
+      ["doc", "rw-write", keys.of("doc", "rw").lock],
+      ["doc", "rw-read", keys.of("doc", "rw").shared],
+      ["pdf", "semaphore", keys.of("pdf", "sem").shared],
+      ["odd}:lock{", "mutex", keys.of("odd}:lock{").lock],
+    ] as const) {
+      assert.deepEqual(parseName(keys, name), { redisKey: name, key, kind });
+    }
+  });
+
+  void it("ignores queues, fences, guards, other prefixes and foreign keys", () => {
+    for (const name of [
+      keys.of("k").queue, keys.of("k").fence, keys.of("k").deadlines, keys.of("k", "rw").mark,
+      keys.guard("res"), new KeySpace("app:sub").of("k").lock, new KeySpace("other").of("k").lock, "app:plain", "app:{}:lock",
+    ]) {
+      assert.equal(parseName(keys, name), undefined, name);
+    }
+  });
+});
+
+void describe("parseRedisUrl", () => {
+  void it("reads host, port, credentials, database and TLS, and hides the password in its display form", () => {
+    const a = parseRedisUrl("rediss://user:s%40cret@cache.example:6380/2");
+    assert.equal(a?.host, "cache.example");
+    assert.equal(a?.port, 6380);
+    assert.deepEqual(a?.options, { username: "user", password: "s@cret", db: 2, tls: { servername: "cache.example" } });
+    assert.equal(a?.display, "rediss://user:***@cache.example:6380/2");
+    assert.equal(parseRedisUrl("redis://127.0.0.1")?.port, 6379);
+    assert.equal(parseRedisUrl("redis://[::1]:7000")?.host, "::1");
+  });
+
+  void it("rejects what is not a redis:// or rediss:// URL", () => {
+    for (const text of ["", "localhost:6379", "http://127.0.0.1:6379", "redis://", "redis://h/x"]) {
+      assert.equal(parseRedisUrl(text), undefined, text);
+    }
+  });
+});
+
+void describe("ownerOfMember", () => {
+  void it("strips the acquisition id from a shared member", () => {
+    assert.equal(ownerOfMember("pdf-a:Xy9_abc:12"), "pdf-a");
+    assert.equal(ownerOfMember("team:job:Xy9_abc:3"), "team:job");
+  });
+});

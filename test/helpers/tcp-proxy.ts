@@ -1,0 +1,174 @@
+// A TCP proxy on 127.0.0.1 that can partition a client from its server, in the
+// spirit of etcd's test bridge. The mode is global and applies to new and
+// existing connections alike:
+//   pass      - forward bytes, FINs and RSTs both ways.
+//   blackhole - accept and hold connections, silently discard everything in
+//               both directions (no FIN, no RST): a network partition.
+//   paused    - accept and buffer everything; pass()/resume() delivers it in order.
+// Bytes dropped in blackhole mode are gone: a protocol stream that lost half a
+// request stays corrupt after pass(), exactly as it would on a real network.
+import net from 'node:net';
+
+export type ProxyMode = 'pass' | 'blackhole' | 'paused';
+
+export interface TcpProxy {
+  readonly host: string;
+  readonly port: number;
+  readonly target: { host: string; port: number };
+  mode(): ProxyMode;
+  pass(): void;
+  blackhole(): void;
+  pause(): void;
+  /** Same as pass(): flushes what pause() buffered. */
+  resume(): void;
+  /** RST every current connection (client and upstream side). */
+  dropAll(): void;
+  /** Client connections currently open through the proxy. */
+  connectionCount(): number;
+  close(): Promise<void>;
+}
+
+// A queued event for one direction: bytes, a half-close, or an abortive close.
+type Item = Buffer | 'end' | 'reset';
+
+interface Link {
+  client: net.Socket;
+  upstream: net.Socket;
+  /** Buffered while paused: 'up' = client->server, 'down' = server->client. */
+  queued: { up: Item[]; down: Item[] };
+  /** A FIN/RST swallowed by blackhole, replayed by pass() like a retransmitted FIN. */
+  lostClose: { up?: 'end' | 'reset'; down?: 'end' | 'reset' };
+}
+
+function reset(s: net.Socket): void {
+  if (s.destroyed) return;
+  try {
+    // RST instead of FIN so the peer sees ECONNRESET, as after a crash. Not
+    // once end() was called: with a shutdown in flight uv_tcp_close_reset fails
+    // and Node 20 never closes the handle, so the process spins at exit.
+    if (typeof s.resetAndDestroy === 'function' && !s.writableEnded) s.resetAndDestroy();
+    else s.destroy();
+  } catch {
+    s.destroy();
+  }
+}
+
+export async function startProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  let current: ProxyMode = 'pass';
+  const links = new Set<Link>();
+
+  const apply = (dst: net.Socket, src: net.Socket, item: Item) => {
+    if (dst.destroyed) return;
+    if (item === 'end') dst.end();
+    else if (item === 'reset') reset(dst);
+    else if (!dst.write(item)) {
+      // Backpressure: stop reading the source until the destination drains.
+      src.pause();
+      dst.once('drain', () => src.resume());
+    }
+  };
+
+  const deliver = (link: Link, dir: 'up' | 'down', item: Item) => {
+    if (current === 'blackhole') {
+      if (item === 'reset' || (item === 'end' && !link.lostClose[dir])) link.lostClose[dir] = item;
+      return;
+    }
+    if (current === 'paused') {
+      link.queued[dir].push(item);
+      return;
+    }
+    if (dir === 'up') apply(link.upstream, link.client, item);
+    else apply(link.client, link.upstream, item);
+  };
+
+  const forget = (link: Link) => {
+    if (link.client.destroyed && link.upstream.destroyed) links.delete(link);
+  };
+
+  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: false }, (client) => {
+    const upstream = net.connect({ host: target.host, port: target.port, allowHalfOpen: true });
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    const link: Link = { client, upstream, queued: { up: [], down: [] }, lostClose: {} };
+    links.add(link);
+
+    client.on('data', (c: Buffer) => deliver(link, 'up', c));
+    client.on('end', () => deliver(link, 'up', 'end'));
+    client.on('error', () => deliver(link, 'up', 'reset'));
+    client.on('close', () => forget(link));
+
+    upstream.on('data', (c: Buffer) => deliver(link, 'down', c));
+    upstream.on('end', () => deliver(link, 'down', 'end'));
+    // Also covers ECONNREFUSED when the server is down: the client sees a reset
+    // in pass mode, and keeps hanging in blackhole mode.
+    upstream.on('error', () => deliver(link, 'down', 'reset'));
+    upstream.on('close', () => forget(link));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: 0, host: '127.0.0.1' }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as net.AddressInfo).port;
+
+  const pass = () => {
+    current = 'pass';
+    for (const link of [...links]) {
+      const { up, down } = link.queued;
+      link.queued = { up: [], down: [] };
+      const lost = link.lostClose;
+      link.lostClose = {};
+      for (const item of up) apply(link.upstream, link.client, item);
+      for (const item of down) apply(link.client, link.upstream, item);
+      // Partition healed: a close that happened meanwhile reaches the peer now.
+      if (lost.up) apply(link.upstream, link.client, lost.up);
+      if (lost.down) apply(link.client, link.upstream, lost.down);
+    }
+  };
+
+  return {
+    host: '127.0.0.1',
+    port,
+    target: { ...target },
+    mode: () => current,
+    pass,
+    resume: pass,
+    blackhole: () => {
+      current = 'blackhole';
+      // Anything buffered by pause() is lost in the partition.
+      for (const link of links) {
+        // Buffered bytes are lost in the partition, but not a buffered close.
+        for (const dir of ['up', 'down'] as const) {
+          for (const item of link.queued[dir]) {
+            if (item === 'reset' || (item === 'end' && !link.lostClose[dir])) link.lostClose[dir] = item;
+          }
+        }
+        link.queued = { up: [], down: [] };
+      }
+    },
+    pause: () => {
+      current = 'paused';
+    },
+    dropAll: () => {
+      for (const link of links) {
+        link.queued = { up: [], down: [] };
+        reset(link.client);
+        reset(link.upstream);
+      }
+      links.clear();
+    },
+    connectionCount: () => [...links].filter((l) => !l.client.destroyed).length,
+    close: async () => {
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      for (const link of links) {
+        link.client.destroy();
+        link.upstream.destroy();
+      }
+      links.clear();
+      await closed;
+    },
+  };
+}
