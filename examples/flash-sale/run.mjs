@@ -1,0 +1,436 @@
+// The flash-sale orchestrator: for each strategy it starts the shop instances (child processes),
+// puts the round-robin balancer in front of them, fires a burst of purchases with autocannon,
+// injects the strategy's fault for real (SIGSTOP/SIGCONT or SIGKILL), then reads what happened
+// from Redis (stock counter, order log, keys without a TTL) and from the holder intervals the
+// instances reported. Nothing in the result is derived from a strategy's name.
+//
+//   import { runFlashSale } from "./examples/flash-sale/run.mjs";
+//   const result = await runFlashSale({ strategies: ["surelock+fencing"], seed: 3 });
+
+import { fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import process from "node:process";
+import { setTimeout as sleep } from "node:timers/promises";
+import autocannon from "autocannon";
+import Redis from "ioredis";
+import { countDoubleHolders, overlapSegments } from "./analysis.mjs";
+import { startBalancer } from "./balancer.mjs";
+import { random } from "./random.mjs";
+import { startRedisServer } from "./redis-server.mjs";
+import { STRATEGIES, STRATEGY_NAMES, dataKeys, keysFor } from "./strategies.mjs";
+
+export { STRATEGY_NAMES };
+
+const SHOP = fileURLToPath(new URL("./shop.mjs", import.meta.url));
+
+export const DEFAULTS = Object.freeze({
+  strategies: STRATEGY_NAMES,
+  instances: 2,
+  stock: 40,
+  buyers: 160,
+  connections: 32,
+  ttlMs: 400,
+  acquireTimeoutMs: 1200,
+  thinkMs: [6, 16],
+  spinMs: [2, 6],
+  faults: true,
+  seed: 1,
+});
+
+/** Tracks every process the demo starts, so that every one of them is stopped, whatever happens. */
+class Children {
+  #entries = [];
+
+  constructor(onChild) {
+    this.onChild = onChild;
+  }
+
+  add(child, name) {
+    if (child.pid !== undefined) this.onChild?.(child.pid, name);
+    const entry = { child, name, exited: new Promise((resolve) => child.once("exit", () => resolve())) };
+    child.once("error", () => {}); // a failed spawn also ends in "exit" or is reported by the caller
+    this.#entries.push(entry);
+    return entry.exited;
+  }
+
+  get pids() {
+    return this.#entries.map((e) => e.child.pid).filter((pid) => pid !== undefined);
+  }
+
+  static alive(child) {
+    return child.exitCode === null && child.signalCode === null && child.pid !== undefined;
+  }
+
+  /** SIGTERM (and SIGCONT, in case it is paused), SIGKILL after graceMs; resolves once all exited. */
+  async stopAll(graceMs = 1_500) {
+    await Promise.all(this.#entries.map(async ({ child, exited }) => {
+      if (!Children.alive(child)) return;
+      child.kill("SIGCONT");
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    }));
+  }
+
+  /** Last resort on process exit: synchronous. */
+  killAllNow() {
+    for (const { child } of this.#entries) if (Children.alive(child)) child.kill("SIGKILL");
+  }
+}
+
+/** Resolves with `promise`, or rejects after `ms` or when `signal` aborts. */
+function within(promise, ms, what, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: nothing after ${ms} ms`)), ms);
+    const onAbort = () => reject(signal.reason);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    });
+  });
+}
+
+/** Resolves once the kernel reports `pid` stopped (Linux: /proc state T); elsewhere after a moment. */
+async function stoppedByKernel(pid) {
+  const deadline = performance.now() + 1_000;
+  while (performance.now() < deadline) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      return sleep(20);
+    }
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    if (state === "T" || state === "t") return undefined;
+    await sleep(1);
+  }
+  throw new Error(`pid ${pid} did not stop within 1 s of SIGSTOP`);
+}
+
+/**
+ * Runs the flash sale once per strategy and returns what happened.
+ * @param {Partial<typeof DEFAULTS> & { redisUrl?: string, signal?: AbortSignal, onProgress?: (p: object) => void, onChild?: (pid: number, name: string) => void }} [options]
+ */
+export async function runFlashSale(options = {}) {
+  const o = { ...DEFAULTS, ...options };
+  o.redisUrl ??= process.env.REDIS_URL || undefined;
+  for (const name of o.strategies) {
+    if (!STRATEGIES[name]) throw new Error(`unknown strategy ${JSON.stringify(name)}: one of ${STRATEGY_NAMES.join(", ")}`);
+  }
+  for (const key of ["instances", "stock", "buyers", "connections", "ttlMs", "acquireTimeoutMs", "seed"]) {
+    if (!Number.isInteger(o[key]) || o[key] < (key === "seed" ? 0 : 1)) throw new Error(`${key} must be a positive integer, got ${o[key]}`);
+  }
+  if (o.instances < 2 && o.faults) throw new Error("faults need at least 2 instances (one is paused or killed)");
+
+  const started = performance.now();
+  const clockBase = process.hrtime.bigint();
+  const stamp = () => Number(process.hrtime.bigint() - clockBase) / 1e6;
+  const children = new Children(o.onChild);
+  const onExit = () => children.killAllNow();
+  process.on("exit", onExit);
+  let server;
+  let client;
+  try {
+    if (o.redisUrl === undefined) {
+      server = await startRedisServer({ onSpawn: (child) => children.add(child, "redis-server") });
+    }
+    const redisUrl = o.redisUrl ?? server.url;
+    client = new Redis(redisUrl, { maxRetriesPerRequest: 2, lazyConnect: true });
+    client.on("error", () => {}); // commands reject on their own; no "Unhandled error event" noise
+    await within(client.connect(), 5_000, `connecting to ${redisUrl}`, o.signal);
+    const env = {
+      o, client, children, clockBase, stamp, redisUrl,
+      runNs: `surelock-demo:${randomBytes(4).toString("hex")}`,
+    };
+    const results = [];
+    for (const [index, name] of o.strategies.entries()) {
+      o.signal?.throwIfAborted();
+      results.push(await runStrategy(env, name, index));
+    }
+    return {
+      redis: server ? { url: server.url, version: server.version, throwaway: true } : { url: redisUrl, throwaway: false },
+      options: { ...o, signal: undefined, onProgress: undefined, onChild: undefined },
+      strategies: results,
+      pids: children.pids,
+      durationMs: performance.now() - started,
+    };
+  } finally {
+    client?.disconnect();
+    await children.stopAll();
+    await server?.stop();
+    process.off("exit", onExit);
+  }
+}
+
+async function runStrategy(env, name, index) {
+  const { o, client, children, stamp } = env;
+  const strategy = STRATEGIES[name];
+  const ns = `${env.runNs}:${index}`;
+  const keys = keysFor(ns);
+  const rand = random(o.seed * 7919 + index);
+  const fault = o.faults
+    ? {
+      ...strategy.fault,
+      instance: null, // the first instance to reach the fault point once it is armed
+      armAfterSales: Math.min(3 + Math.floor(rand() * 5), Math.max(1, Math.floor(o.stock / 3))),
+      injected: false,
+    }
+    : null;
+  const progress = (phase, extra) => o.onProgress?.({ strategy: name, index, total: o.strategies.length, phase, ...extra });
+  progress("starting");
+
+  await client.set(keys.units, String(o.stock));
+  await client.del(keys.orders);
+
+  const holds = new Map();
+  const events = [];
+  const problems = [];
+  const sales = { total: 0, othersSincePause: 0 };
+  const pause = { at: null, minUntil: 0, target: 0, timers: [] };
+  let armed = false;
+  let stopping = false;
+
+  // --- the instances -------------------------------------------------------------------------
+  const shops = [];
+  const startShop = (i) => {
+    const child = fork(SHOP, [], {
+      execArgv: [],
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      serialization: "json",
+      env: {
+        ...process.env,
+        FLASH_SALE: JSON.stringify({
+          index: i, strategy: name, redisUrl: env.redisUrl, ns, seed: o.seed, faults: o.faults,
+          ttlMs: o.ttlMs, acquireTimeoutMs: o.acquireTimeoutMs, thinkMs: o.thinkMs, spinMs: o.spinMs,
+          clockBase: env.clockBase.toString(),
+        }),
+      },
+    });
+    const shop = { index: i, child, pid: child.pid, stderr: "", killed: false, bye: false };
+    shop.exited = children.add(child, `shop ${i}`);
+    child.stderr.on("data", (chunk) => { shop.stderr = (shop.stderr + chunk).slice(-2000); });
+    shop.ready = new Promise((resolve, reject) => {
+      child.on("message", (m) => {
+        if (m.t === "ready") resolve(m.port);
+        else onMessage(shop, m);
+      });
+      child.once("exit", (code, sig) => {
+        reject(new Error(`shop ${i} exited before it was ready (${sig ?? code}): ${shop.stderr.trim()}`));
+        if (!shop.killed && !stopping && !o.signal?.aborted) {
+          problems.push(new Error(`shop ${i} exited unexpectedly (${sig ?? code}): ${shop.stderr.trim()}`));
+        }
+      });
+    });
+    shop.ready.catch(() => {});
+    return shop;
+  };
+
+  // --- what the instances report, and the fault plan --------------------------------------------
+  // A message to an instance; one that has exited (killed, or stopped) no longer listens.
+  const tell = (shop, message) => { if (shop.child.connected) shop.child.send(message); };
+  const openHoldsOf = (i) => [...holds.values()].filter((h) => h.instance === i && h.end === undefined);
+  const victim = () => shops[fault.instance];
+
+  function onMessage(shop, m) {
+    if (m.t === "begin") {
+      holds.set(m.id, { instance: shop.index, id: m.id, start: m.at });
+      if (pause.at !== null && shop.index !== fault.instance) maybeResume(true);
+    } else if (m.t === "end") {
+      const hold = holds.get(m.id) ?? { instance: shop.index, id: m.id, start: m.at };
+      Object.assign(hold, { end: m.at, outcome: m.outcome, writeAt: m.writeAt, lostAt: m.lostAt, releaseError: m.releaseError });
+      holds.set(m.id, hold);
+      if (m.outcome === "sold") {
+        sales.total++;
+        if (pause.at !== null && shop.index !== fault.instance) sales.othersSincePause++;
+      }
+      if (m.outcome === "stale-refused") events.push({ kind: "refused", instance: shop.index, at: m.refusedAt ?? m.at });
+      if (m.lostAt !== undefined) events.push({ kind: "lost", instance: shop.index, at: m.lostAt });
+      if (m.releaseError) events.push({ kind: "release-refused", instance: shop.index, at: m.at, detail: m.releaseError });
+      progress("burst", { sold: sales.total });
+      if (fault && !armed && sales.total >= fault.armAfterSales) {
+        armed = true;
+        for (const s of shops) tell(s, { t: "arm", point: fault.at });
+        events.push({ kind: "armed", instance: -1, at: stamp(), point: fault.at });
+      }
+      if (pause.at !== null) maybeResume();
+    } else if (m.t === "gate") {
+      onGate(shop, m).catch((error) => problems.push(error));
+    } else if (m.t === "bye") {
+      shop.bye = true;
+    }
+  }
+
+  async function onGate(shop, m) {
+    if (fault.injected) {
+      // Another instance got there first (the disarm crossed this report): carry on.
+      tell(shop, { t: "go", id: m.id });
+      return;
+    }
+    fault.injected = true;
+    fault.instance = shop.index;
+    fault.requestId = m.id;
+    for (const s of shops) if (s !== shop) tell(s, { t: "disarm" });
+    if (fault.kind === "kill") {
+      shop.killed = true;
+      const at = stamp();
+      shop.child.kill("SIGKILL");
+      await shop.exited;
+      events.push({ kind: "kill", instance: shop.index, at, point: m.point });
+      // It had the lock from its SETNX on, and held it until it died.
+      if (!m.holding) holds.set(m.id, { instance: shop.index, id: m.id, start: m.at });
+      for (const hold of openHoldsOf(shop.index)) Object.assign(hold, { end: at, outcome: "killed" });
+      progress("burst", { sold: sales.total, note: `SIGKILL instance ${shop.index} at ${m.point}` });
+      return;
+    }
+    // How many sales by others its stale write can undo: up to 6, at most what is left.
+    const unitsLeft = Number(await client.get(keys.units));
+    shop.child.kill("SIGSTOP");
+    await stoppedByKernel(shop.pid);
+    const at = stamp();
+    Object.assign(pause, { target: Math.max(1, Math.min(6, unitsLeft)), minUntil: at + 1.25 * o.ttlMs }); // "past its TTL"
+    sales.othersSincePause = 0;
+    pause.at = at;
+    events.push({ kind: "pause", instance: shop.index, at, point: m.point });
+    tell(shop, { t: "go", id: m.id }); // read by the instance once it runs again
+    pause.timers.push(setTimeout(() => maybeResume(), 1.25 * o.ttlMs + 1));
+    pause.timers.push(setTimeout(() => resume("deadline"), Math.max(3_000, 6 * o.ttlMs)));
+    progress("burst", { sold: sales.total, note: `SIGSTOP instance ${shop.index} at ${m.point}` });
+  }
+
+  // A holder paused before its write resumes once others have sold while it slept, so its stale
+  // write undoes their sales; one paused before its release resumes while another instance holds
+  // the lock, so its DEL lands on that holder's lock.
+  function maybeResume(anotherJustTookIt = false) {
+    if (pause.at === null || stamp() < pause.minUntil) return;
+    const ready = fault.at === "before-write" ? sales.othersSincePause >= pause.target : anotherJustTookIt;
+    if (ready) resume(fault.at === "before-write" ? `${sales.othersSincePause} sales by others` : "another instance holds the lock");
+  }
+
+  function resume(why) {
+    if (pause.at === null) return;
+    for (const timer of pause.timers) clearTimeout(timer);
+    pause.timers = [];
+    pause.at = null;
+    victim().child.kill("SIGCONT");
+    events.push({ kind: "resume", instance: fault.instance, at: stamp(), why });
+    progress("burst", { sold: sales.total, note: `SIGCONT instance ${fault.instance} (${why})` });
+  }
+
+  let balancer;
+  let burst;
+  try {
+    for (let i = 0; i < o.instances; i++) shops.push(startShop(i));
+    const ports = await within(Promise.all(shops.map((s) => s.ready)), 15_000, "starting the shop instances", o.signal);
+    balancer = await startBalancer({ backends: ports.map((port, i) => ({ id: i, port })) });
+
+    // --- the burst -----------------------------------------------------------------------------
+    const burstAt = stamp();
+    const statuses = {};
+    let answered = 0;
+    progress("burst", { sold: 0 });
+    burst = await new Promise((resolve, reject) => {
+      const cannon = autocannon({
+        url: `${balancer.url}/buy`,
+        method: "POST",
+        connections: Math.min(o.connections, o.buyers),
+        amount: o.buyers,
+        timeout: 10,
+      }, (error, result) => (error ? reject(error) : resolve(result)));
+      cannon.on("response", (_client, status) => {
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        answered++;
+        progress("burst", { sold: sales.total, answered, buyers: o.buyers });
+      });
+      o.signal?.addEventListener("abort", () => cannon.stop(), { once: true });
+    });
+    o.signal?.throwIfAborted();
+    const burstEnd = stamp();
+    resume("the burst is over");
+
+    // --- stop the instances and see what is left -------------------------------------------------
+    stopping = true;
+    progress("stopping");
+    await balancer.close();
+    balancer = undefined;
+    await Promise.all(shops.map(async (shop) => {
+      if (!Children.alive(shop.child)) return;
+      tell(shop, { t: "stop" });
+      await within(shop.exited, 3_000, `stopping shop ${shop.index}`).catch(() => {
+        shop.child.kill("SIGKILL");
+        return shop.exited;
+      });
+    }));
+    const stoppedAt = stamp();
+    for (const hold of holds.values()) {
+      if (hold.end === undefined) Object.assign(hold, { end: stoppedAt, outcome: hold.outcome ?? "unfinished" });
+    }
+    if (problems.length > 0) throw problems[0];
+
+    const accepted = await client.llen(keys.orders);
+    const unitsLeft = Number(await client.get(keys.units));
+    const keysWithoutTtl = [];
+    const data = new Set(dataKeys(ns));
+    for (const key of await scanAll(client, `${ns}:*`)) {
+      if (!data.has(key) && (await client.pttl(key)) === -1) keysWithoutTtl.push(key);
+    }
+    await unlinkAll(client, `${ns}:*`);
+
+    const holdList = [...holds.values()].sort((a, b) => a.start - b.start);
+    const latency = burst.latency ?? {};
+    return {
+      strategy: name,
+      summary: strategy.summary,
+      instances: o.instances,
+      stock: o.stock,
+      buyers: o.buyers,
+      accepted,
+      oversold: Math.max(0, accepted - o.stock),
+      unitsLeft,
+      lostUpdates: Math.max(0, accepted - (o.stock - unitsLeft)),
+      locksWithoutTtl: keysWithoutTtl.length,
+      keysWithoutTtl,
+      doubleHolders: countDoubleHolders(holdList),
+      overlaps: overlapSegments(holdList),
+      staleWritesRefused: holdList.filter((h) => h.outcome === "stale-refused").length,
+      releasesRefused: holdList.filter((h) => h.releaseError).length,
+      latencyMs: { p50: latency.p50 ?? null, p99: latency.p99 ?? null },
+      statuses,
+      fault: fault && { kind: fault.kind, at: fault.at, instance: fault.instance, injected: fault.injected, armAfterSales: fault.armAfterSales },
+      holds: holdList,
+      events,
+      window: { start: burstAt, end: Math.max(burstEnd, ...holdList.map((h) => h.end)) },
+      pids: shops.map((s) => s.pid),
+    };
+  } finally {
+    stopping = true;
+    for (const timer of pause.timers) clearTimeout(timer);
+    await balancer?.close();
+    await Promise.all(shops.map(async (shop) => {
+      if (!Children.alive(shop.child)) return;
+      shop.killed = true;
+      shop.child.kill("SIGKILL");
+      await shop.exited;
+    }));
+  }
+}
+
+async function scanAll(client, pattern) {
+  const found = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await client.scan(cursor, "MATCH", pattern, "COUNT", 500);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== "0");
+  return found;
+}
+
+async function unlinkAll(client, pattern) {
+  const found = await scanAll(client, pattern);
+  if (found.length > 0) await client.unlink(...found);
+}
