@@ -1,0 +1,242 @@
+// surelock's benchmark against the libraries our users would otherwise pick.
+//
+//   npm run bench                 all workloads, ~4 minutes; writes bench/results/latest.{json,md}
+//                                 and the charts in docs/bench/
+//   npm run bench -- --quick      shorter windows (~1 minute); writes bench/results/quick.*
+//   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
+//   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
+//
+// It starts its own redis-server processes on free loopback ports and stops them at the end.
+// It reports; it never fails (exit 0), but a lost update in W3 is printed loudly.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { now, within } from "./lib/clock.mjs";
+import { charts } from "./lib/charts.mjs";
+import { redisVersion } from "./lib/redis-info.mjs";
+import { contendedTable, w1Table, w4Table, w5Table } from "./lib/report.mjs";
+import { startRedis, stopAll } from "./lib/servers.mjs";
+import { lineUp } from "./libs/index.mjs";
+import * as W1 from "./workloads/w1.mjs";
+import * as W2 from "./workloads/w2.mjs";
+import * as W3 from "./workloads/w3.mjs";
+import * as W4 from "./workloads/w4.mjs";
+import * as W5 from "./workloads/w5.mjs";
+
+const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+const argv = process.argv.slice(2);
+const quick = argv.includes("--quick");
+const onlyAt = argv.indexOf("--only");
+const only = onlyAt === -1 ? undefined : new Set((argv[onlyAt + 1] ?? "").toUpperCase().split(",").filter(Boolean));
+const ALL = ["W1", "W2", "W3", "W4", "W5"];
+if (only && [...only].some((w) => !ALL.includes(w))) {
+  console.error(`--only takes one or more of ${ALL.join(", ")} (comma-separated)`);
+  process.exit(2);
+}
+const selected = ALL.filter((w) => !only || only.has(w));
+const full = !quick && !only;
+const outName = full ? "latest" : "quick";
+const drawCharts = full || argv.includes("--charts");
+
+// Window lengths: a warm-up, then the measured window. W5 holds its leases for 3 ttl (1 with --quick).
+const TIMING = quick
+  ? { W1: { warmupMs: 200, durationMs: 700 }, W2: { warmupMs: 300, durationMs: 800 }, W3: { warmupMs: 300, durationMs: 800 }, W4: { warmupMs: 200, durationMs: 700 }, W5: { holdTtls: 1 } }
+  : { W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 }, W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 3 } };
+
+if (!existsSync(root("dist/index.js"))) {
+  console.error("dist/ is missing: run `npm run build` first (`npm run bench` does it for you).");
+  process.exit(2);
+}
+
+const loudLines = [];
+function loud(message) {
+  loudLines.push(message);
+  const bar = "!".repeat(Math.min(100, message.length + 8));
+  console.error(`\n${bar}\n!!! ${message} !!!\n${bar}\n`);
+}
+
+let unhandled = 0;
+// A peer's stray rejection (a timer-driven refresh, a late unlock) must not end the run.
+process.on("unhandledRejection", (error) => {
+  if (unhandled++ < 5) console.error(`  (unhandled rejection from a library: ${String(error?.message ?? error).split("\n")[0]})`);
+});
+
+async function guard(what, fn, limitMs = 90_000) {
+  const started = now();
+  try {
+    const result = await within(fn(), limitMs, { error: `no result within ${limitMs / 1000} s` });
+    if (result?.error) console.error(`  ${what}: ${result.error}`);
+    else console.log(`  · ${what} (${((now() - started) / 1000).toFixed(1)} s)`);
+    return result;
+  } catch (error) {
+    const message = String(error?.message ?? error).split("\n")[0];
+    console.error(`  ${what}: failed after ${Math.round(now() - started)} ms: ${message}`);
+    return { error: message };
+  }
+}
+
+function versionOf(name) {
+  try {
+    return JSON.parse(readFileSync(root(`node_modules/${name}/package.json`), "utf8")).version;
+  } catch {
+    return "not installed";
+  }
+}
+
+/** The commit surelock was built from, and whether src/ had uncommitted changes (dist/ is built from the working tree). */
+function gitCommit() {
+  try {
+    const git = (...args) => execFileSync("git", args, { cwd: root(""), encoding: "utf8" }).trim();
+    const dirty = git("status", "--porcelain", "--", "src").split("\n").filter(Boolean).length;
+    return `${git("rev-parse", "--short", "HEAD")}${dirty ? ` + ${dirty} uncommitted file(s) in src/` : ""}`;
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Warms the JIT and the connection code up, so the first library measured is not the one that pays for it. */
+async function warmUp(port, ms) {
+  const { createAdapter: make } = await import("./libs/index.mjs");
+  const floor = await make({ module: "floor.mjs", variant: "default" });
+  await floor.setup([port]);
+  const until = now() + ms;
+  await Promise.all(Array.from({ length: 10 }, async (_, i) => {
+    while (now() < until) await (await floor.lock(`bench:warm-up:${i}`))();
+  }));
+  await floor.teardown();
+}
+
+const WORKLOADS = {
+  W1: { module: W1, floor: true, table: (r) => w1Table(r) },
+  W2: { module: W2, table: (r) => contendedTable(r) },
+  W3: { module: W3, table: (r) => contendedTable(r, { counter: true }) },
+  W4: { module: W4, table: (r) => w4Table(r) },
+  W5: { module: W5, table: (r) => w5Table(r) },
+};
+
+const NOTES = {
+  W1: "ops = acquire + release cycles per second; latency = acquire, lock() until held; client CPU = this process's CPU time per cycle (the machine has 2 cores shared with redis-server); Redis CPU and commands per cycle from the server's INFO (commands run inside scripts included). Each loop has its own key, so nothing waits. Full runs: two rounds in opposite orders, each library's better round shown (both in the JSON). \"surelock/this ops\" > 1: surelock does more cycles per second.",
+  W2: "holder change = a critical section by a different worker than the previous one; handoff = from the holder calling release to the next worker (a different one) holding the lock; longest wait = longest time a worker wanted the lock without holding it (a wait still running at the end counts up to there); Jain's index over the 10 workers' section counts (1 = perfectly even). acquire errors = calls that gave up (redlock: 10 retries by default); the worker asks again and its wait goes on. \"surelock/this\" > 1 for changes/s and sections/s, < 1 for handoff: surelock better.",
+  W3: "as W2 across 4 processes; lost updates = sections completed − final counter (0 for a correct lock).",
+  W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library). \"surelock quorum/this\" < 1: surelock's quorum acquire is faster.",
+  W5: "10,000 leases, ttl 3 s, taken in chunks of 1,000 by a separate process and held while the library renews them by itself; commands counted by the server (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time; heap/RSS Δ = the holding process after − before taking the leases (after a GC). \"surelock/this\" < 1: surelock costs less.",
+};
+
+async function main() {
+  const wallStart = now();
+  console.log(`surelock bench${quick ? " --quick" : ""}${only ? ` --only ${[...only].join(",")}` : ""}: starting redis-server processes on loopback...`);
+  const main = await startRedis();
+  const quorum = selected.includes("W4") ? await Promise.all(Array.from({ length: 5 }, () => startRedis())) : [];
+  const control = new Redis({ port: main.port, host: "127.0.0.1" });
+  const quorumControls = quorum.map((s) => new Redis({ port: s.port, host: "127.0.0.1" }));
+  const ports = { main: main.port, quorum: quorum.map((s) => s.port) };
+  console.log(`redis-server on 127.0.0.1:${main.port}${quorum.length ? `, quorum on ${ports.quorum.join(", ")}` : ""}`);
+  const cpus = os.cpus();
+  const results = {
+    machine: {
+      date: new Date().toISOString(),
+      cores: cpus.length,
+      cpuModel: cpus[0]?.model?.replace(/\s+/g, " ").trim() ?? "unknown",
+      memoryGB: Math.round(os.totalmem() / 2 ** 30),
+      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+      node: process.version,
+      redis: await redisVersion(control),
+      loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
+      surelockCommit: gitCommit(),
+      versions: Object.fromEntries(
+        ["redlock", "redlock5", "@sesamecare-oss/redlock", "redis-semaphore", "ioredis"].map((n) => [n, versionOf(n)]),
+      ),
+    },
+    options: { quick, only: only ? [...only] : null, timing: TIMING, command: `npm run bench${quick ? " -- --quick" : ""}${only ? ` -- --only ${[...only].join(",")}` : ""}` },
+    notImported: [],
+    workloads: {},
+    loud: loudLines,
+  };
+  const m = results.machine;
+  console.log(`${m.cores} cores (${m.cpuModel}), Node ${m.node}, Redis ${m.redis}, load average ${m.loadAverageAtStart.join(" ")}`);
+  const { failed } = await lineUp({ floor: true });
+  for (const f of failed) console.log(`  could not import ${f.module}: ${f.error} (left out)`);
+  results.notImported = failed;
+
+  await warmUp(main.port, quick ? 300 : 1000);
+  const sections = [];
+  for (const name of selected) {
+    const w = WORKLOADS[name];
+    const { entries } = await lineUp({ floor: w.floor === true });
+    const started = now();
+    console.log(`\n${w.module.title} ...`);
+    const result = await w.module.run({
+      entries,
+      ports,
+      timing: TIMING[name],
+      control,
+      controls: quorumControls,
+      guard,
+      loud,
+    });
+    result.title = w.module.title;
+    result.seconds = Math.round((now() - started) / 100) / 10;
+    results.workloads[name] = result;
+    let note = NOTES[name];
+    if (name === "W2" || name === "W3") {
+      const bad = result.rows.filter((r) => r.overlaps > 0);
+      note += bad.length
+        ? ` **Overlapping sections (one started before the previous holder called release): ${bad.map((r) => `${r.label} ${r.overlaps}`).join(", ")}.**`
+        : " No library let a section start before the previous holder called release (checked on the machine's monotonic clock, shared by all processes).";
+    }
+    const md = `## ${w.module.title}\n\n${w.table(result)}\n\n${note}\n`;
+    sections.push(md);
+    console.log(`\n${md}(${result.seconds} s)`);
+  }
+
+  results.totalSeconds = Math.round((now() - wallStart) / 100) / 10;
+  results.unhandledRejections = unhandled;
+  const header = [
+    `# surelock benchmark results${full ? "" : ` (${results.options.command})`}`,
+    "",
+    `${m.date} · ${m.cores} cores, ${m.cpuModel} · ${m.memoryGB} GB · ${m.platform} · Node ${m.node} · Redis ${m.redis} (redis-servers started by the bench on loopback, no persistence) · load average at start ${m.loadAverageAtStart.join(" ")} · surelock ${m.surelockCommit}`,
+    "",
+    `Peers: redlock ${m.versions.redlock}, redlock5 ${m.versions.redlock5}, @sesamecare-oss/redlock ${m.versions["@sesamecare-oss/redlock"]}, redis-semaphore ${m.versions["redis-semaphore"]}; all on ioredis ${m.versions.ioredis}, ttl 10 s everywhere (W5: 3 s). "(fast)" rows: redlock retryDelay 2 ms, retryJitter 1 ms, retryCount -1 (forever); redis-semaphore retryInterval 1 ms. Other rows: each library's defaults (redlock: 10 retries 200 ± 100 ms apart; redis-semaphore: polls every 10 ms, gives up after 10 s). surelock: defaults (woken by the release over pub/sub, safety poll 1 s). Auto-extension: surelock's watchdog renews every held lease (at ttl/3, one batched script call per tick); redlock 4 has none; redlock 5 and @sesamecare-oss/redlock extend only inside \`using()\`, off for plain \`acquire()\`; redis-semaphore refreshes each held lock on its own timer (every 0.8 × ttl).`,
+    "",
+    `Reproduce: \`${results.options.command}\` (${results.totalSeconds} s for this run). Ratios are surelock's figure divided by the row's.`,
+    "",
+  ];
+  if (failed.length) header.push(`Not imported (left out): ${failed.map((f) => `${f.module}: ${f.error}`).join("; ")}`, "");
+  if (loudLines.length) header.push(...loudLines.map((l) => `**${l}**`), "");
+  const markdown = [...header, ...sections].join("\n");
+
+  const dir = root("bench/results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/${outName}.json`, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(`${dir}/${outName}.md`, markdown);
+  console.log(`\nwrote bench/results/${outName}.json and bench/results/${outName}.md`);
+  if (drawCharts) {
+    mkdirSync(root("docs/bench"), { recursive: true });
+    const drawn = charts(results);
+    for (const [file, svg] of Object.entries(drawn)) {
+      writeFileSync(root(`docs/bench/${file}`), svg);
+      console.log(`wrote docs/bench/${file}`);
+    }
+    // The same tables with the charts, for the docs (the README links here).
+    const images = Object.keys(drawn).sort().map((file) => `![${file.replace(".svg", "")}](${file})`);
+    writeFileSync(root("docs/bench/results.md"), [...header, ...images.flatMap((i) => [i, ""]), ...sections].join("\n"));
+    console.log("wrote docs/bench/results.md");
+  }
+  if (loudLines.length) for (const l of loudLines) loud(l);
+  console.log(`done in ${results.totalSeconds} s`);
+
+  await Promise.all([control, ...quorumControls].map((c) => c.quit().catch(() => c.disconnect())));
+  stopAll();
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    stopAll();
+    process.exit(1);
+  },
+);
