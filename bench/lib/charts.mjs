@@ -69,7 +69,15 @@ export function charts(results) {
   }
   if (results.workloads.W2) latencyPanels.push(latency("W2 handoff: release to the next acquire by another worker, one process", results.workloads.W2.rows, "handoffP50Ms", "handoffP99Ms"));
   if (results.workloads.W3) latencyPanels.push(latency("W3 handoff across 4 processes", results.workloads.W3.rows, "handoffP50Ms", "handoffP99Ms"));
-  if (results.workloads.W4) latencyPanels.push(latency("W4 acquire over 5 primaries (quorum) and single node", results.workloads.W4.rows, "acquireP50Ms", "acquireP99Ms"));
+  if (results.workloads.W4) {
+    const { rows, linkDelayMs } = results.workloads.W4;
+    // Older result files have no `network`: all their rows are loopback.
+    const on = (network) => rows.filter((r) => (r.network ?? "loopback") === network);
+    latencyPanels.push(latency("W4 acquire over 5 primaries (quorum) and single node, loopback", on("loopback"), "acquireP50Ms", "acquireP99Ms"));
+    if (on("delayed").length > 0) {
+      latencyPanels.push(latency(`W4 the same over a simulated network (+${linkDelayMs} ms each way)`, on("delayed"), "acquireP50Ms", "acquireP99Ms"));
+    }
+  }
   if (latencyPanels.length > 0) {
     out["latency.svg"] = barChart({
       title: "Latency in ms (less is better): p50 solid, p99 pale",

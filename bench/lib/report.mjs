@@ -84,13 +84,17 @@ export function contendedTable(result, { counter = false } = {}) {
 }
 
 export function w4Table(result) {
-  const me = result.rows.find((r) => r.id === "surelock:quorum");
+  const mine = (network) => result.rows.find((r) => r.id === "surelock:quorum" && r.network === network);
   return table(
-    ["library", "nodes", "ops/s", "acquire p50 ms", "acquire p99 ms", "surelock quorum/this p50", "surelock quorum/this p99"],
-    result.rows.map((r) => failed(r)
-      ? [r.label, String(r.nodes), `error: ${failed(r)}`, "", "", "", ""]
-      : [r.label, String(r.nodes), int(r.opsPerSec), ms(r.acquireP50Ms), ms(r.acquireP99Ms),
-        r === me ? "" : ratio(me?.acquireP50Ms, r.acquireP50Ms), r === me ? "" : ratio(me?.acquireP99Ms, r.acquireP99Ms)]),
+    ["library", "network", "nodes", "ops/s", "acquire p50 ms", "acquire p99 ms", "surelock quorum/this p50", "surelock quorum/this p99"],
+    result.rows.map((r) => {
+      const me = mine(r.network);
+      const network = r.network === "delayed" ? `+${result.linkDelayMs} ms each way` : "loopback";
+      return failed(r)
+        ? [r.label, network, String(r.nodes), `error: ${failed(r)}`, "", "", "", ""]
+        : [r.label, network, String(r.nodes), int(r.opsPerSec), ms(r.acquireP50Ms), ms(r.acquireP99Ms),
+          r === me ? "" : ratio(me?.acquireP50Ms, r.acquireP50Ms), r === me ? "" : ratio(me?.acquireP99Ms, r.acquireP99Ms)];
+    }),
   );
 }
 
