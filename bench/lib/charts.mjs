@@ -71,12 +71,9 @@ export function charts(results) {
   if (results.workloads.W3) latencyPanels.push(latency("W3 handoff across 4 processes", results.workloads.W3.rows, "handoffP50Ms", "handoffP99Ms"));
   if (results.workloads.W4) {
     const { rows, linkDelayMs } = results.workloads.W4;
-    // Older result files have no `network`: all their rows are loopback.
-    const on = (network) => rows.filter((r) => (r.network ?? "loopback") === network);
+    const on = (network) => rows.filter((r) => r.network === network);
     latencyPanels.push(latency("W4 acquire over 5 primaries (quorum) and single node, loopback", on("loopback"), "acquireP50Ms", "acquireP99Ms"));
-    if (on("delayed").length > 0) {
-      latencyPanels.push(latency(`W4 the same over a simulated network (+${linkDelayMs} ms each way)`, on("delayed"), "acquireP50Ms", "acquireP99Ms"));
-    }
+    latencyPanels.push(latency(`W4 the same over a simulated network (+${linkDelayMs} ms each way)`, on("delayed"), "acquireP50Ms", "acquireP99Ms"));
   }
   if (latencyPanels.length > 0) {
     out["latency.svg"] = barChart({
