@@ -1,7 +1,7 @@
 /**
- * Typed errors. Every class carries a stable `code` (part of the public contract) and a
- * process-wide brand, so `instanceof` also works when both the ESM and the CJS build of
- * surelock are loaded into one process (each build has its own class objects).
+ * Typed errors. Every class carries a stable `code` (part of the public contract), its own name
+ * (set explicitly: bundlers rename classes), and a process-wide brand, so `instanceof` also works
+ * when both the ESM and the CJS build of surelock are loaded into one process.
  */
 
 const BRAND = Symbol.for("surelock.error");
@@ -20,7 +20,7 @@ export class SurelockError extends Error {
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-    this.name = new.target.name;
+    this.name = "SurelockError";
     Object.defineProperty(this, BRAND, { value: true });
   }
 
@@ -44,10 +44,8 @@ export class LockTimeoutError extends SurelockError {
   readonly timeoutMs: number;
 
   constructor(key: string, waitedMs: number, timeoutMs: number) {
-    super(
-      LockTimeoutError.CODE,
-      `timed out waiting for lock "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`,
-    );
+    super(LockTimeoutError.CODE, `timed out waiting for lock "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`);
+    this.name = "LockTimeoutError";
     this.key = key;
     this.waitedMs = waitedMs;
     this.timeoutMs = timeoutMs;
@@ -61,11 +59,8 @@ export class LockLostError extends SurelockError {
   readonly reason: LockLostReason;
 
   constructor(key: string, reason: LockLostReason, detail?: string, options?: { cause?: unknown }) {
-    super(
-      LockLostError.CODE,
-      `lock "${key}" was lost (${reason})${detail ? `: ${detail}` : ""}`,
-      options,
-    );
+    super(LockLostError.CODE, `lock "${key}" was lost (${reason})${detail ? `: ${detail}` : ""}`, options);
+    this.name = "LockLostError";
     this.key = key;
     this.reason = reason;
   }
@@ -78,6 +73,7 @@ export class LockNotHeldError extends SurelockError {
 
   constructor(key: string, detail: string) {
     super(LockNotHeldError.CODE, `lock "${key}" is not held by this owner: ${detail}`);
+    this.name = "LockNotHeldError";
     this.key = key;
   }
 }
@@ -101,14 +97,12 @@ export class QuorumError extends SurelockError {
   constructor(key: string, operation: string, nodes: readonly NodeOutcome[], detail?: string) {
     const agreed = nodes.filter((n) => n.ok).length;
     const needed = Math.floor(nodes.length / 2) + 1;
-    const list = nodes
-      .map((n) => `${n.node}: ${n.ok ? "ok" : (n.error?.message ?? "refused")}`)
-      .join("; ");
+    const list = nodes.map((n) => `${n.node}: ${n.ok ? "ok" : (n.error?.message ?? "refused")}`).join("; ");
     super(
       QuorumError.CODE,
-      `${operation} of "${key}" reached ${agreed} of ${nodes.length} nodes, ${needed} needed` +
-        `${detail ? ` (${detail})` : ""} [${list}]`,
+      `${operation} of "${key}" reached ${agreed} of ${nodes.length} nodes, ${needed} needed${detail ? ` (${detail})` : ""} [${list}]`,
     );
+    this.name = "QuorumError";
     this.key = key;
     this.nodes = nodes;
   }
@@ -123,20 +117,63 @@ export class InvalidArgumentError extends SurelockError {
   readonly value: unknown;
 
   constructor(argument: string, value: unknown, expected: string) {
-    super(
-      InvalidArgumentError.CODE,
-      `invalid ${argument}: expected ${expected}, received ${describe(value)}`,
-    );
+    super(InvalidArgumentError.CODE, `invalid ${argument}: expected ${expected}, received ${describe(value)}`);
+    this.name = "InvalidArgumentError";
     this.argument = argument;
     this.value = value;
   }
 }
 
-/** Redis unreachable or failing. `cause` is the client's error, when there was one. */
+/** Redis unreachable, failing over, or too slow. `cause` is the client's error, when there was one. */
 export class ConnectionError extends SurelockError {
   static override readonly CODE = "ERR_SURELOCK_CONNECTION";
   constructor(message: string, options?: { cause?: unknown }) {
     super(ConnectionError.CODE, message, options);
+    this.name = "ConnectionError";
+  }
+}
+
+/**
+ * Redis answered with an error (a command the server does not have, a script error, an ACL that
+ * refuses it): retrying will not help, the deployment or surelock itself needs a look. `cause` is
+ * the client's error.
+ */
+export class ScriptError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_SCRIPT";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ScriptError.CODE, message, options);
+    this.name = "ScriptError";
+  }
+}
+
+/** A deployment surelock cannot work with (for example a Cluster older than Redis 7). */
+export class UnsupportedError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_UNSUPPORTED";
+  constructor(message: string) {
+    super(UnsupportedError.CODE, message);
+    this.name = "UnsupportedError";
+  }
+}
+
+/** The call would wait for the caller itself (a read-write lock's reader asking for the write side). */
+export class DeadlockError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_DEADLOCK";
+  readonly key: string;
+  constructor(key: string, detail: string) {
+    super(DeadlockError.CODE, `lock "${key}": ${detail}`);
+    this.name = "DeadlockError";
+    this.key = key;
+  }
+}
+
+/** The lock exists in Redis with settings that differ from the caller's (a semaphore's permits). */
+export class ConflictError extends SurelockError {
+  static override readonly CODE = "ERR_SURELOCK_CONFLICT";
+  readonly key: string;
+  constructor(key: string, detail: string) {
+    super(ConflictError.CODE, `lock "${key}": ${detail}`);
+    this.name = "ConflictError";
+    this.key = key;
   }
 }
 
@@ -145,11 +182,12 @@ export class ClosedError extends SurelockError {
   static override readonly CODE = "ERR_SURELOCK_CLOSED";
   constructor(what = "this Surelock instance") {
     super(ClosedError.CODE, `${what} is closed`);
+    this.name = "ClosedError";
   }
 }
 
 function describe(value: unknown): string {
-  if (typeof value === "string") return `"${value.length > 80 ? `${value.slice(0, 80)}…` : value}" (string)`;
+  if (typeof value === "string") return `${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)} (string)`;
   if (typeof value === "bigint") return `${value}n (bigint)`;
   if (typeof value === "number") return `${value} (number)`;
   if (value === null) return "null";

@@ -1,7 +1,8 @@
 /**
  * The fencing guard: writes to a protected resource in Redis that only go through when their
- * fencing token is at least the highest one the resource has seen. A holder that was paused past
- * its lease (GC, SIGSTOP, a slow disk) and wakes up believing it still holds the lock is refused.
+ * fencing token is at least the highest one the resource has seen, each applied exactly once. A
+ * holder that was paused past its lease (GC, SIGSTOP, a slow disk) and wakes up believing it still
+ * holds the lock is refused.
  *
  * The same pattern in SQL keeps the highest token next to the data:
  * `UPDATE stock SET units = $1, fence = $2 WHERE id = $3 AND fence <= $2` and treats "0 rows
@@ -9,9 +10,10 @@
  */
 import type { Endpoint } from "./adapters/endpoint.js";
 import type { RedisArg } from "./adapters/types.js";
-import { ConnectionError, InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError } from "./errors.js";
+import type { Ids } from "./ids.js";
 import type { KeySpace } from "./keys.js";
-import { LUA } from "./scripts/index.js";
+import { scripts } from "./scripts/index.js";
 import { checkKey } from "./validate.js";
 
 /** Outcome of a guarded write. */
@@ -19,11 +21,13 @@ export type GuardedWrite =
   | { readonly written: true; readonly reply: unknown }
   | { readonly written: false; readonly highestToken: bigint };
 
-/** How long a resource remembers its highest token after the last guarded write (default 7 days). */
+/** How long a resource remembers its highest token after the last guarded write (7 days). */
 export const GUARD_RETENTION_MS = 7 * 86_400_000;
 
 const COMMANDS = new Set(["SET", "DEL", "INCRBY", "DECRBY", "HSET", "HDEL", "HINCRBY", "RPUSH", "LPUSH",
   "SADD", "SREM", "ZADD", "ZREM", "PEXPIRE", "APPEND", "XADD"]);
+
+const INTERNAL = Symbol("surelock.guard");
 
 /**
  * Guards one resource. In a Cluster, every data key written through the guard must hash to the
@@ -33,19 +37,30 @@ export class FencingGuard {
   /** The resource's name. */
   readonly resource: string;
   readonly #endpoint: Endpoint;
-  readonly #highestKey: string;
+  readonly #key: string;
+  /** This guard's writer id, and the sequence number of its writes: a replayed write is applied once. */
+  readonly #writer: string;
+  #seq = 0;
 
-  /** @internal Use `Surelock.guard()`. */
-  constructor(endpoint: Endpoint, keys: KeySpace, resource: string) {
+  private constructor(token: typeof INTERNAL, endpoint: Endpoint, keys: KeySpace, resource: string, ids: Ids) {
+    if (token !== INTERNAL) throw new TypeError("use Surelock.guard()");
     this.resource = resource;
     this.#endpoint = endpoint;
-    this.#highestKey = keys.guard(resource);
+    this.#key = keys.guard(resource);
+    this.#writer = ids.id();
+  }
+
+  /** @internal Use `Surelock.guard()`. */
+  static _create(endpoint: Endpoint, keys: KeySpace, resource: string, ids: Ids): FencingGuard {
+    return new FencingGuard(INTERNAL, endpoint, keys, resource, ids);
   }
 
   /**
    * Runs `command key ...args` (one of SET, DEL, INCRBY, DECRBY, HSET, HDEL, HINCRBY, RPUSH, LPUSH,
    * SADD, SREM, ZADD, ZREM, PEXPIRE, APPEND, XADD) only if `token` is at least the highest token
-   * seen for this resource, and records `token` as the highest: one atomic step.
+   * seen for this resource, and records `token` as the highest: one atomic step, applied once even
+   * if the client sends it again after a lost reply. A call that rejects with ConnectionError may
+   * or may not have been applied (once).
    */
   async write(token: bigint, command: string, key: string, ...args: RedisArg[]): Promise<GuardedWrite> {
     if (typeof token !== "bigint" || token < 0n) throw new InvalidArgumentError("token", token, "a fencing token (a non-negative bigint)");
@@ -57,20 +72,22 @@ export class FencingGuard {
       if (typeof arg !== "string" && !(typeof arg === "number" && Number.isFinite(arg))) {
         throw new InvalidArgumentError(`args[${i}]`, arg, "a string or a finite number");
       }
+      if (typeof arg === "string" && !arg.isWellFormed()) throw new InvalidArgumentError(`args[${i}]`, arg, "a well-formed Unicode string");
     }
-    const reply = await this.#endpoint.run(LUA.guardWrite, [this.#highestKey, key],
-      [token.toString(), GUARD_RETENTION_MS, command, ...args]);
-    if (!Array.isArray(reply) || (reply[0] !== 1 && reply[0] !== 0)) {
-      throw new ConnectionError(`unexpected reply from guard-write.lua: ${JSON.stringify(reply)}`);
-    }
-    return reply[0] === 1
-      ? { written: true, reply: reply[1] }
-      : { written: false, highestToken: BigInt(String(reply[1])) };
+    const outcome = await this.#endpoint.run(scripts.guardWrite.call(
+      { guard: this.#key, data: key },
+      { token: token.toString(), writer: this.#writer, seq: ++this.#seq, keep: GUARD_RETENTION_MS, command },
+      { args },
+    ));
+    if (outcome.status === "written") return { written: true, reply: outcome.reply };
+    if (outcome.status === "refused") return { written: false, highestToken: outcome.highestToken };
+    // Only the late resend of an older write of ours can answer this; nobody waits for it.
+    return { written: false, highestToken: token };
   }
 
   /** The highest token that has written to this resource, or null if none has (within retention). */
   async highestToken(): Promise<bigint | null> {
-    const reply = await this.#endpoint.command(["GET", this.#highestKey], this.#highestKey);
+    const reply = await this.#endpoint.command(["HGET", this.#key, "t"], this.#key);
     return reply === null || reply === undefined ? null : BigInt(String(reply));
   }
 }

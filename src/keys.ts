@@ -1,26 +1,32 @@
 /**
- * Key and channel names. Everything of one lock is `<prefix>:{<key>}:<part>`: the user's key is
- * the hash tag, so all parts of one lock live in one Cluster slot and one script can touch them.
+ * Key and channel names. Everything of one lock is `<prefix>:{<key>}:<part>` (or
+ * `<prefix>:<kind>:{<key>}:<part>` for kinds other than the mutex): the user's key is the hash
+ * tag, so all parts of one lock live in one Cluster slot and one script can touch them.
  */
 
-/** The Redis names belonging to one user key. */
-export interface LockKeys {
+/** A mutex: its lock hash, its queue, and its wake-up channel. */
+export interface ExclusiveKeys {
   /** The user's key, as given. */
   readonly key: string;
-  /** Holder hash of a mutex / write lock: {o: owner, n: entries, t: token}. */
   readonly lock: string;
-  /** Per-key fencing counter. */
-  readonly fence: string;
-  /** Zset of shared holders (semaphore permits, read locks): member -> deadline. */
-  readonly shared: string;
-  /** A waiting writer's mark, which holds new readers back. */
-  readonly mark: string;
-  /** Fair queue: list of waiter ids, and zset of their deadlines. */
   readonly queue: string;
-  readonly deadlines: string;
-  /** Wake-up channel, announced on release. */
+  readonly tickets: string;
   readonly channel: string;
 }
+
+/** A semaphore or read-write lock: its state hash, holders zset, a writer's entries, its queue. */
+export interface SharedKeys {
+  readonly key: string;
+  readonly state: string;
+  readonly holders: string;
+  readonly entries: string;
+  readonly queue: string;
+  readonly tickets: string;
+  readonly channel: string;
+}
+
+/** Kinds of lock, each in its own name space. */
+export type SharedKind = "rw" | "sem";
 
 export class KeySpace {
   readonly prefix: string;
@@ -29,24 +35,27 @@ export class KeySpace {
     this.prefix = prefix;
   }
 
-  /** `kind` separates primitives, so a mutex and a semaphore of the same name never collide. */
-  of(key: string, kind: "mutex" | "rw" | "sem" = "mutex"): LockKeys {
-    const base = `${this.prefix}:${kind === "mutex" ? "" : `${kind}:`}{${key}}`;
+  exclusive(key: string): ExclusiveKeys {
+    const base = `${this.prefix}:{${key}}`;
+    return { key, lock: `${base}:lock`, queue: `${base}:queue`, tickets: `${base}:tickets`, channel: `${base}:wake` };
+  }
+
+  shared(key: string, kind: SharedKind): SharedKeys {
+    const base = `${this.prefix}:${kind}:{${key}}`;
     return {
       key,
-      lock: `${base}:lock`,
-      fence: `${base}:fence`,
-      shared: `${base}:shared`,
-      mark: `${base}:writer-waiting`,
+      state: `${base}:state`,
+      holders: `${base}:holders`,
+      entries: `${base}:entries`,
       queue: `${base}:queue`,
-      deadlines: `${base}:queue-deadlines`,
-      channel: `${base}:released`,
+      tickets: `${base}:tickets`,
+      channel: `${base}:wake`,
     };
   }
 
-  /** The high-water mark of a resource protected by a fencing guard. */
+  /** The fencing guard of a resource: highest token seen and the writers' last writes. */
   guard(resource: string): string {
-    return `${this.prefix}:guard:{${resource}}:highest-token`;
+    return `${this.prefix}:guard:{${resource}}`;
   }
 }
 

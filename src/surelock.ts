@@ -3,29 +3,23 @@
  * closes everything it opened (never the user's clients).
  */
 import { Endpoint } from "./adapters/endpoint.js";
-import { toAdapter } from "./adapters/detect.js";
-import { Context } from "./context.js";
+import { toAdapter, type RedisClient } from "./adapters/detect.js";
+import { systemClock, type Clock } from "./clock.js";
 import { InvalidArgumentError } from "./errors.js";
 import { FencingGuard } from "./guard.js";
 import { KeySpace } from "./keys.js";
+import type { LockedWork, WithLockOptions } from "./primitives/lock.js";
 import { Mutex, type MutexOptions } from "./primitives/mutex.js";
-import type { LockedWork, WithLockOptions } from "./primitives/lockable.js";
 import { ReadWriteLock, type ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 import { Semaphore, type SemaphoreOptions } from "./primitives/semaphore.js";
 import { QuorumStore } from "./quorum/quorum-store.js";
-import { Reentrancy } from "./reentrancy.js";
-import { SingleStore, type Store } from "./store.js";
-import {
-  checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTtl,
-} from "./validate.js";
-import { WaitingRoom } from "./waiting.js";
-import { Watchdog } from "./watchdog.js";
+import { Runtime } from "./runtime.js";
+import { SingleStore } from "./store/single-store.js";
+import type { Store } from "./store/types.js";
+import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTtl } from "./validate.js";
 
-/**
- * A Redis client: an ioredis `Redis` or `Cluster`, a node-redis client or cluster (v4+), or an
- * object implementing `RedisAdapter`. Recognised at run time by its shape.
- */
-export type RedisClient = object;
+export type { RedisClient } from "./adapters/detect.js";
+export type { Clock } from "./clock.js";
 
 /** Options of `new Surelock()`. */
 export interface SurelockOptions {
@@ -41,10 +35,16 @@ export interface SurelockOptions {
    */
   readonly commandTimeout?: number;
   /**
-   * Waiters are woken by the release itself; as a safety net against a lost announcement they
-   * also retry at least this often, in ms. Default 1 000.
+   * Waiters are served by the release itself; as a safety net against a lost announcement each
+   * waiting ticket is also refreshed (which reports a grant) at least this often, in ms. Default 1 000.
    */
   readonly pollInterval?: number;
+  /**
+   * How long a lock's fencing counter outlives its last holder, in ms. Default 300 000 (5 min).
+   * A counter that expired restarts at the Redis server's clock in microseconds, above every
+   * token it issued before, provided that clock never steps back by more than this (docs/protocol.md).
+   */
+  readonly counterRetention?: number;
   /**
    * Replicated acquisitions: after every acquire, renewal and guarded write, wait (Redis WAIT, on
    * the same connection) until `count` replicas have it, for at most `timeout` ms. If fewer do,
@@ -53,9 +53,14 @@ export interface SurelockOptions {
    * docs/deployments/sentinel.md. Default: no waiting.
    */
   readonly replicas?: { readonly count: number; readonly timeout: number };
+  /**
+   * The clock and timers surelock measures every lease and wait with. Default: the monotonic
+   * clock and Node's timers. Tests pass a virtual one (`surelock/testing`).
+   */
+  readonly clock?: Clock;
 }
 
-const OPTION_NAMES = ["redis", "prefix", "ttl", "commandTimeout", "pollInterval", "replicas"] as const;
+const OPTION_NAMES = ["redis", "prefix", "ttl", "commandTimeout", "pollInterval", "counterRetention", "replicas", "clock"] as const;
 
 /** Entry point: one per application (per set of Redis clients). */
 export class Surelock {
@@ -63,9 +68,8 @@ export class Surelock {
   readonly prefix: string;
   /** Default lease length in ms. */
   readonly ttl: number;
-  readonly #ctx: Context;
+  readonly #rt: Runtime;
   readonly #endpoints: readonly Endpoint[];
-  #closing: Promise<void> | undefined;
 
   constructor(options: SurelockOptions) {
     if (options === undefined || options === null || typeof options !== "object") {
@@ -78,28 +82,32 @@ export class Surelock {
     const quorum = Array.isArray(o.redis);
     const clients: readonly unknown[] = quorum ? (o.redis as readonly unknown[]) : [o.redis];
     if (clients.length === 0) throw new InvalidArgumentError("options.redis", o.redis, "at least one Redis client");
-    const timeoutMs = o.commandTimeout === undefined
-      ? (quorum ? 200 : 5_000)
-      : checkPositiveInt("options.commandTimeout", o.commandTimeout, 600_000);
+    const timeoutMs = o.commandTimeout === undefined ? (quorum ? 200 : 5_000) : checkPositiveInt("options.commandTimeout", o.commandTimeout, 600_000);
     const pollMs = o.pollInterval === undefined ? 1_000 : checkPositiveInt("options.pollInterval", o.pollInterval, 600_000);
+    const keepMs = o.counterRetention === undefined ? 300_000
+      : checkPositiveInt("options.counterRetention", o.counterRetention, 7 * 86_400_000);
+    if (keepMs < timeoutMs * 2) {
+      throw new InvalidArgumentError("options.counterRetention", o.counterRetention, `at least twice the command timeout (${timeoutMs * 2} ms)`);
+    }
+    const clock = o.clock === undefined ? systemClock : checkClock(o.clock);
     const r = o.replicas === undefined ? undefined : checkOptions<{ count: number; timeout: number }>("options.replicas", o.replicas, ["count", "timeout"]);
     const replicas = r && {
       replicas: checkPositiveInt("options.replicas.count", r.count, 1_000),
       timeoutMs: checkPositiveInt("options.replicas.timeout", r.timeout, 600_000),
     };
-    this.#endpoints = clients.map((c, i) => new Endpoint(toAdapter(c, quorum ? `options.redis[${i}]` : "options.redis"), timeoutMs, replicas));
-
+    this.#endpoints = clients.map((c, i) =>
+      new Endpoint(toAdapter(c, quorum ? `options.redis[${i}]` : "options.redis"), { clock, timeoutMs, replicas }));
+    const policy = {
+      keepMs,
+      // A replayed release arrives, if ever, while its caller still waits for it.
+      replayWindowMs: Math.min(keepMs, timeoutMs * 2 + (replicas?.timeoutMs ?? 0)),
+      // A grant must reach replicas before its waiter trusts it: with `replicas`, waiters attempt instead.
+      grants: !quorum && replicas === undefined,
+    };
     const store: Store = quorum
-      ? new QuorumStore(this.#endpoints.map((e) => new SingleStore(e)))
-      : new SingleStore(this.#endpoints[0] as Endpoint);
-    this.#ctx = new Context({
-      store,
-      watchdog: new Watchdog((holds) => store.renew(holds)),
-      waiting: new WaitingRoom(() => store.createSubscribers(), pollMs),
-      keys: new KeySpace(this.prefix),
-      reentrancy: new Reentrancy(),
-      defaultTtlMs: this.ttl,
-    });
+      ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false }), timeoutMs: e.timeoutMs })), clock)
+      : new SingleStore(this.#endpoints[0] as Endpoint, policy);
+    this.#rt = new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, pollMs, closeMs: timeoutMs });
   }
 
   /** A reentrant mutex on `key`. Cheap: create one per use or keep it, as you like. */
@@ -107,9 +115,9 @@ export class Surelock {
     checkKey("key", key);
     const o = checkOptions<MutexOptions>("options", options, ["ttl", "fair"]);
     const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
-    const fair = o.fair === undefined ? false : checkBoolean("options.fair", o.fair);
-    this.#ctx.assertOpen();
-    return new Mutex(this.#ctx, key, ttl, fair);
+    if (o.fair !== undefined) checkBoolean("options.fair", o.fair);
+    this.#rt.assertOpen();
+    return Mutex._create(this.#rt, key, ttl);
   }
 
   /** A read-write lock on `key`: `read()` and `write()` are each used like a mutex. */
@@ -117,19 +125,19 @@ export class Surelock {
     checkKey("key", key);
     const o = checkOptions<ReadWriteLockOptions>("options", options, ["ttl"]);
     const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
-    this.#ctx.assertOpen();
-    return new ReadWriteLock(this.#ctx, key, ttl);
+    this.#rt.assertOpen();
+    return ReadWriteLock._create(this.#rt, key, ttl);
   }
 
-  /** A semaphore on `key` with `permits` concurrent holders. */
+  /** A semaphore on `key` with `permits` permits (stored with it: every caller must agree). */
   semaphore(key: string, options: SemaphoreOptions): Semaphore {
     checkKey("key", key);
     if (options === undefined) throw new InvalidArgumentError("options.permits", undefined, "an integer from 1 to 1000000");
     const o = checkOptions<SemaphoreOptions>("options", options, ["permits", "ttl"]);
     const permits = checkPositiveInt("options.permits", o.permits, 1_000_000);
     const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
-    this.#ctx.assertOpen();
-    return new Semaphore(this.#ctx, key, ttl, permits);
+    this.#rt.assertOpen();
+    return Semaphore._create(this.#rt, key, ttl, permits);
   }
 
   /** Shorthand for `mutex(key).withLock(work, options)`. */
@@ -139,38 +147,32 @@ export class Surelock {
 
   /**
    * A fencing guard for `resource`: Redis writes that are refused when a newer lock holder has
-   * written already. Single-node mode only (in quorum mode, keep the token next to your data).
+   * written already, each applied once. Single-node mode only (in quorum mode, keep the token next
+   * to your data).
    */
   guard(resource: string): FencingGuard {
     checkKey("resource", resource);
-    this.#ctx.assertOpen();
+    this.#rt.assertOpen();
     if (this.#endpoints.length !== 1) {
       throw new InvalidArgumentError("resource", resource, "a Surelock with a single Redis client (guards are not replicated in quorum mode)");
     }
-    return new FencingGuard(this.#endpoints[0] as Endpoint, this.#ctx.keys, resource);
+    return FencingGuard._create(this.#endpoints[0] as Endpoint, this.#rt.keys, resource, this.#rt.ids);
   }
 
   /**
-   * Stops the watchdog, releases the leases still held (their signals abort with LockLostError),
-   * rejects pending acquires with ClosedError and closes the wake-up connections. Never closes the
-   * clients you passed in. Idempotent: a second call joins the first.
+   * Ends every wait (pending acquires reject with ClosedError), gives back the leases still held
+   * (their signals abort first) and closes the wake-up connections, each step bounded by the
+   * command timeout. Never closes the clients you passed in. Idempotent: a second call joins the first.
    */
   close(): Promise<void> {
-    this.#closing ??= this.#close();
-    return this.#closing;
+    return this.#rt.close();
   }
+}
 
-  async #close(): Promise<void> {
-    const ctx = this.#ctx;
-    ctx.closed = true;
-    const holds = ctx.watchdog.close();
-    ctx.holds.clear();
-    await Promise.all([
-      ctx.waiting.close(),
-      ...holds.map(async (hold) => {
-        hold.lose("expired", "the Surelock instance was closed");
-        await ctx.store.release(hold).catch(() => {});
-      }),
-    ]);
+function checkClock(value: unknown): Clock {
+  const c = value as Partial<Clock> | null;
+  if (typeof c !== "object" || c === null || typeof c.now !== "function" || typeof c.setTimeout !== "function" || typeof c.clearTimeout !== "function") {
+    throw new InvalidArgumentError("options.clock", value, "a clock with now(), setTimeout() and clearTimeout()");
   }
+  return c as Clock;
 }

@@ -5,13 +5,37 @@ import { InvalidArgumentError } from "./errors.js";
 export const MAX_DURATION_MS = 2_147_483_647;
 /** Shortest lease: below this, clock drift and one round trip eat the whole lease. */
 export const MIN_TTL_MS = 10;
-const MAX_KEY_LENGTH = 1024;
+/** Longest key, resource or owner, in bytes of UTF-8 (what Redis stores). */
+export const MAX_KEY_BYTES = 1024;
+export const MAX_OWNER_BYTES = 256;
+export const MAX_PREFIX_BYTES = 128;
 
-export function checkKey(name: string, value: unknown): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_KEY_LENGTH) {
-    throw new InvalidArgumentError(name, value, `a non-empty string of at most ${MAX_KEY_LENGTH} characters`);
+/**
+ * A string Redis keeps as given: well-formed Unicode (a lone surrogate would become U+FFFD on the
+ * wire, so two different strings would name one lock), from 1 to `maxBytes` bytes of UTF-8.
+ */
+function checkText(name: string, value: unknown, maxBytes: number, what: string): string {
+  if (typeof value !== "string" || value.length === 0 || !value.isWellFormed() || Buffer.byteLength(value) > maxBytes) {
+    throw new InvalidArgumentError(name, value, `${what}: a non-empty, well-formed Unicode string of at most ${maxBytes} bytes in UTF-8`);
   }
   return value;
+}
+
+export function checkKey(name: string, value: unknown): string {
+  return checkText(name, value, MAX_KEY_BYTES, "a key");
+}
+
+export function checkOwner(name: string, value: unknown): string {
+  return checkText(name, value, MAX_OWNER_BYTES, "an owner");
+}
+
+export function checkPrefix(name: string, value: unknown): string {
+  checkText(name, value, MAX_PREFIX_BYTES, "a prefix");
+  // Braces would break the hash tag that keeps one lock's keys in one Cluster slot.
+  if ((value as string).includes("{") || (value as string).includes("}")) {
+    throw new InvalidArgumentError(name, value, "a prefix without { or }");
+  }
+  return value as string;
 }
 
 export function checkTtl(name: string, value: unknown): number {
@@ -37,21 +61,6 @@ export function checkPositiveInt(name: string, value: unknown, max: number): num
   return value;
 }
 
-export function checkOwner(name: string, value: unknown): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > 256) {
-    throw new InvalidArgumentError(name, value, "a non-empty string of at most 256 characters");
-  }
-  return value;
-}
-
-export function checkPrefix(name: string, value: unknown): string {
-  // Braces would break the hash tag that keeps one lock's keys in one Cluster slot.
-  if (typeof value !== "string" || value.length === 0 || value.length > 128 || /[{}]/.test(value)) {
-    throw new InvalidArgumentError(name, value, "a non-empty string of at most 128 characters without { or }");
-  }
-  return value;
-}
-
 export function checkSignal(name: string, value: unknown): AbortSignal {
   if (!(value instanceof AbortSignal)) throw new InvalidArgumentError(name, value, "an AbortSignal");
   return value;
@@ -70,11 +79,7 @@ export function checkFunction(name: string, value: unknown): void {
  * Checks that `value` is undefined or a plain object whose keys are all in `allowed`, so a
  * misspelt option (`tll`) is an error rather than a silently ignored default.
  */
-export function checkOptions<T extends object>(
-  name: string,
-  value: unknown,
-  allowed: readonly (keyof T & string)[],
-): Partial<T> {
+export function checkOptions<T extends object>(name: string, value: unknown, allowed: readonly (keyof T & string)[]): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError(name, value, `an options object with keys ${allowed.join(", ")}`);

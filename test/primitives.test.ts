@@ -43,8 +43,8 @@ describe("semaphore and read-write lock", () => {
     const r2 = await rw.read().acquire();
     assert.equal(await rw.write().tryAcquire(), null);
     const writer = rw.write().acquire({ timeout: 5_000 });
-    // The refused writer marked itself: new readers wait behind it.
-    await eventually(async () => (await server.command("EXISTS", "surelock:rw:{doc}:writer-waiting")) === 1, 2_000, "the writer's mark");
+    // The refused writer stands in the lock's queue: new readers wait behind it.
+    await eventually(async () => (await server.command("LLEN", "surelock:rw:{doc}:queue")) === 1, 2_000, "the writer's ticket");
     assert.equal(await rw.read().tryAcquire(), null);
     await r1.release();
     await r2.release();

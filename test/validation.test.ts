@@ -67,7 +67,7 @@ describe("bad input is refused with InvalidArgumentError before any I/O", () => 
     }
     assert.throws(() => locks.semaphore("s", undefined as never), invalid("options.permits"));
     assert.throws(() => new Surelock({ redis: h.client(), prefix: "a{b}" }), invalid("options.prefix"));
-    assert.throws(() => new Surelock({ redis: {} }), invalid("options.redis"));
+    assert.throws(() => new Surelock({ redis: {} as never }), invalid("options.redis"));
     assert.throws(() => new Surelock({ redis: [] }), invalid("options.redis"));
     assert.throws(() => new Surelock(undefined as never), invalid("options"));
     await assert.rejects(mutex.withLock("not a function" as never), invalid("work"));

@@ -6,6 +6,25 @@ import {
 } from "./node-redis.js";
 import type { RedisAdapter } from "./types.js";
 
+/** An ioredis `Redis` or `Cluster` (Sentinel-backed too), as surelock recognises it. */
+export interface IoredisClient {
+  call(command: string, ...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+  readonly status: string;
+}
+
+/** A node-redis client, cluster or Sentinel client (v4+), as surelock recognises it. */
+export interface NodeRedisClient {
+  sendCommand(...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+}
+
+/**
+ * A Redis client: an ioredis `Redis` or `Cluster`, a node-redis client, cluster or Sentinel client,
+ * or an object implementing `RedisAdapter` for any other client.
+ */
+export type RedisClient = IoredisClient | NodeRedisClient | RedisAdapter;
+
 function isAdapter(value: unknown): value is RedisAdapter {
   const v = value as Partial<RedisAdapter> | null;
   return (
@@ -21,9 +40,6 @@ export function toAdapter(client: unknown, argument: string): RedisAdapter {
   if (isNodeRedisCluster(client)) return new NodeRedisClusterAdapter(client);
   if (isNodeRedisSentinel(client)) return new NodeRedisSentinelAdapter(client);
   if (isNodeRedis(client)) return new NodeRedisAdapter(client);
-  throw new InvalidArgumentError(
-    argument,
-    client,
-    "an ioredis Redis or Cluster, a node-redis client, cluster or Sentinel client (v4+), or a RedisAdapter",
-  );
+  throw new InvalidArgumentError(argument, client, "an ioredis Redis or Cluster, a node-redis client, cluster or Sentinel client (v4+), " +
+    "or a RedisAdapter (mocks such as ioredis-mock are not Redis: see docs/testing.md for the in-memory Redis surelock supports)");
 }

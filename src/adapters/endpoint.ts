@@ -1,35 +1,42 @@
 /**
  * One Redis deployment with our policies around the raw adapter: every call has a deadline,
- * scripts go by EVALSHA with a NOSCRIPT fallback, client failures become ConnectionError, and
- * (with the `replicas` option) writes that grant a right count only once replicas have them.
+ * scripts go by EVALSHA with an EVAL fallback, client failures become typed errors, a deployment
+ * too old to work is refused at the first call, and (with the `replicas` option) writes that
+ * grant a right count only once replicas have them.
  */
-import { ConnectionError } from "../errors.js";
+import type { Clock } from "../clock.js";
+import { DeadlineQueue } from "../deadline.js";
+import { ConnectionError, ScriptError, SurelockError, UnsupportedError } from "../errors.js";
+import type { ScriptCall } from "../scripts/index.js";
 import type { AcknowledgedReply, RedisAdapter, RedisArg, ReplicaWait } from "./types.js";
 
-/** A Lua script with its SHA1, as generated from src/scripts/*.lua. */
-export interface ScriptSource {
-  readonly name: string;
-  readonly sha: string;
-  readonly lua: string;
+export interface EndpointOptions {
+  readonly clock: Clock;
+  /** Longest wait for one reply, ms. */
+  readonly timeoutMs: number;
+  /** Replicas that must acknowledge each acknowledged write; none: no WAIT. */
+  readonly replicas?: ReplicaWait | undefined;
 }
-
-/**
- * Scripts whose write grants, prolongs or fences a right. With `replicas` set each is followed
- * by WAIT on the same connection and fails unless enough replicas have it. Releases and queue
- * departures are left out: losing one in a failover only keeps a lock until its ttl.
- */
-const ACKNOWLEDGED = new Set(["acquire", "acquire-fair", "acquire-shared", "extend", "renew-batch", "raise-fence", "guard-write"]);
 
 export class Endpoint {
   readonly adapter: RedisAdapter;
   readonly timeoutMs: number;
-  /** Replicas that must acknowledge each acknowledged write; undefined: no WAIT. */
   readonly replicas: ReplicaWait | undefined;
+  /** The command that announces on a lock's channel: sharded pub/sub in a Cluster. */
+  readonly publish: "PUBLISH" | "SPUBLISH";
+  readonly #deadlines: DeadlineQueue;
+  readonly #acknowledgedDeadlines: DeadlineQueue | undefined;
+  #supported: Promise<void> | undefined;
+  #checked = false;
 
-  constructor(adapter: RedisAdapter, timeoutMs: number, replicas?: ReplicaWait) {
+  constructor(adapter: RedisAdapter, o: EndpointOptions) {
     this.adapter = adapter;
-    this.timeoutMs = timeoutMs;
-    this.replicas = replicas;
+    this.timeoutMs = o.timeoutMs;
+    this.replicas = o.replicas;
+    this.publish = adapter.cluster ? "SPUBLISH" : "PUBLISH";
+    this.#deadlines = new DeadlineQueue(o.clock, o.timeoutMs);
+    // WAIT may take its whole timeout on top of the write's own deadline.
+    this.#acknowledgedDeadlines = o.replicas && new DeadlineQueue(o.clock, o.timeoutMs + o.replicas.timeoutMs);
   }
 
   get name(): string {
@@ -37,47 +44,28 @@ export class Endpoint {
   }
 
   /**
-   * Runs a script. One round trip while the server has the script cached (the usual case);
-   * after a restart, a failover or SCRIPT FLUSH the first call per connection costs a second one.
-   * `late` receives a reply that arrives after the deadline, so the caller can undo an
-   * acquire it already reported as failed. With `replicas` set, a write that too few replicas
-   * acknowledged rejects with ConnectionError, after handing its reply to `unacknowledged`
-   * (where an acquire gives the lock back).
+   * Runs a script: one round trip while the server has it cached (the usual case); after a
+   * restart, a failover or SCRIPT FLUSH the first call per connection costs a second one. `undo`
+   * receives a reply the caller will not see — it came after the deadline, or too few replicas
+   * acknowledged it — so that whatever it granted can be given back.
    */
-  run(
-    script: ScriptSource,
-    keys: readonly string[],
-    args: readonly RedisArg[],
-    late?: (reply: unknown) => void,
-    unacknowledged?: (reply: unknown) => void,
-  ): Promise<unknown> {
-    const what = `${script.name} of ${keys[0] ?? "?"}`;
-    const wait = this.replicas && ACKNOWLEDGED.has(script.name) ? this.replicas : undefined;
-    if (!wait) return this.#withDeadline(this.#evalsha(script, keys, args), what, this.timeoutMs, late);
-    return this.#runAcknowledged(script, keys, args, wait, what, late, unacknowledged);
-  }
-
-  /** A plain command (INFO, SCAN, ...), with the same deadline and error mapping. */
-  command(args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.#withDeadline(this.adapter.command(args, key), String(args[0]), this.timeoutMs);
-  }
-
-  async #runAcknowledged(
-    script: ScriptSource,
-    keys: readonly string[],
-    args: readonly RedisArg[],
-    wait: ReplicaWait,
-    what: string,
-    late: ((reply: unknown) => void) | undefined,
-    unacknowledged: ((reply: unknown) => void) | undefined,
-  ): Promise<unknown> {
-    // WAIT may take its whole timeout on top of the write's own deadline.
-    const lateAcked = late && ((acked: unknown): void => late((acked as AcknowledgedReply).reply));
-    const acked = (await this.#withDeadline(
-      this.#evalshaThenWait(script, keys, args, wait), what, this.timeoutMs + wait.timeoutMs, lateAcked,
-    )) as AcknowledgedReply;
-    if (acked.acknowledged >= wait.replicas) return acked.reply;
-    unacknowledged?.(acked.reply);
+  async run<R>(call: ScriptCall<R>, undo?: (reply: R) => void): Promise<R> {
+    if (!this.#checked) await this.#supportedVersion();
+    const what = `${call.script.name} of ${call.keys[0] ?? "?"}`;
+    const wait = this.replicas && call.script.acknowledged ? this.replicas : undefined;
+    const parseLate = undo && ((raw: unknown): void => {
+      try {
+        undo(call.script.parse(raw));
+      } catch {
+        // A reply we cannot read grants nothing we could give back.
+      }
+    });
+    if (!wait) return call.script.parse(await this.#bounded(this.#evalsha(call), what, this.#deadlines, this.timeoutMs, parseLate));
+    const acked = await this.#bounded(this.#evalshaThenWait(call, wait), what, this.#acknowledgedDeadlines as DeadlineQueue,
+      this.timeoutMs + wait.timeoutMs, parseLate && ((a: AcknowledgedReply) => parseLate(a.reply)));
+    const reply = call.script.parse(acked.reply);
+    if (acked.acknowledged >= wait.replicas) return reply;
+    undo?.(reply);
     const failed = acked.waitError === undefined ? "" : ` (WAIT failed: ${messageOf(acked.waitError)})`;
     throw new ConnectionError(
       `${what} on ${this.name}: ${acked.acknowledged} of ${wait.replicas} required replicas acknowledged the write ` +
@@ -86,7 +74,39 @@ export class Endpoint {
     );
   }
 
-  async #evalsha(script: ScriptSource, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+  /** A plain command (INFO, SCAN, ...), with the same deadline and error mapping. */
+  command(args: readonly RedisArg[], key?: string): Promise<unknown> {
+    return this.#bounded(this.adapter.command(args, key), String(args[0]), this.#deadlines, this.timeoutMs);
+  }
+
+  /** Refuses, once and for all, a deployment whose version cannot work. An unknown version passes. */
+  #supportedVersion(): Promise<void> {
+    this.#supported ??= this.#bounded(this.adapter.command(["INFO", "server"]), "INFO server", this.#deadlines, this.timeoutMs).then(
+      (info) => {
+        this.#checked = true;
+        const version = /redis_version:(\d+)\.(\d+)/.exec(String(info));
+        if (!version) return;
+        const [major, minor] = [Number(version[1]), Number(version[2])];
+        if (this.adapter.cluster && major < 7) {
+          throw new UnsupportedError(
+            `${this.name} runs Redis ${major}.${minor}: in a Cluster surelock needs Redis 7.0 or later (its wake-ups use ` +
+              "sharded pub/sub, SPUBLISH, which Redis 6 does not have)",
+          );
+        }
+        if (major < 6 || (major === 6 && minor < 2)) {
+          throw new UnsupportedError(`${this.name} runs Redis ${major}.${minor}: surelock needs Redis 6.2 or later`);
+        }
+      },
+      () => {
+        // Could not ask (INFO refused, or the server is down): try again with the next call.
+        this.#supported = undefined;
+      },
+    );
+    return this.#supported;
+  }
+
+  async #evalsha(call: ScriptCall<unknown>): Promise<unknown> {
+    const { script, keys, args } = call;
     try {
       return await this.adapter.evalsha(script.sha, keys, args);
     } catch (error) {
@@ -96,84 +116,99 @@ export class Endpoint {
     }
   }
 
-  async #evalshaThenWait(
-    script: ScriptSource,
-    keys: readonly string[],
-    args: readonly RedisArg[],
-    wait: ReplicaWait,
-  ): Promise<AcknowledgedReply> {
+  async #evalshaThenWait(call: ScriptCall<unknown>, wait: ReplicaWait): Promise<AcknowledgedReply> {
+    const { script, keys, args } = call;
     try {
-      return await this.#thenWait(["EVALSHA", script.sha, keys.length, ...keys, ...args], keys, wait);
+      return await this.#thenWait(["EVALSHA", script.sha, keys.length, ...keys, ...args], call, wait);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return this.#thenWait(["EVAL", script.lua, keys.length, ...keys, ...args], keys, wait);
+      return this.#thenWait(["EVAL", script.lua, keys.length, ...keys, ...args], call, wait);
     }
   }
 
-  async #thenWait(command: readonly RedisArg[], keys: readonly string[], wait: ReplicaWait): Promise<AcknowledgedReply> {
-    if (this.adapter.commandThenWait) return this.adapter.commandThenWait(command, keys[0], wait);
+  async #thenWait(command: readonly RedisArg[], call: ScriptCall<unknown>, wait: ReplicaWait): Promise<AcknowledgedReply> {
+    if (this.adapter.commandThenWait) return this.adapter.commandThenWait(command, call.keys[0], wait);
     // A custom adapter without commandThenWait: correct only if it uses one connection per node.
-    const [name, source, , ...rest] = command;
-    const scriptArgs = rest.slice(keys.length);
-    const reply = name === "EVAL"
-      ? await this.adapter.eval(String(source), keys, scriptArgs)
-      : await this.adapter.evalsha(String(source), keys, scriptArgs);
+    const reply = command[0] === "EVAL"
+      ? await this.adapter.eval(call.script.lua, call.keys, call.args)
+      : await this.adapter.evalsha(call.script.sha, call.keys, call.args);
     try {
-      const acknowledged = await this.adapter.command(["WAIT", wait.replicas, wait.timeoutMs], keys[0]);
+      const acknowledged = await this.adapter.command(["WAIT", wait.replicas, wait.timeoutMs], call.keys[0]);
       return { reply, acknowledged: Number(acknowledged) || 0 };
     } catch (waitError) {
       return { reply, acknowledged: 0, waitError };
     }
   }
 
-  #withDeadline(call: Promise<unknown>, what: string, timeoutMs: number, late?: (reply: unknown) => void): Promise<unknown> {
-    return new Promise((resolve, reject) => {
+  #bounded<T>(work: Promise<T>, what: string, deadlines: DeadlineQueue, timeoutMs: number, late?: (value: T) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       let settled = false;
-      const timer = setTimeout(() => {
-        // Timers run before I/O in the event loop: give a reply already waiting on the socket
-        // one turn to be read, so a busy process does not mistake its own delay for Redis's.
-        setImmediate(() => {
-          if (settled) return;
-          settled = true;
-          reject(new ConnectionError(`${what} on ${this.name}: no reply within ${timeoutMs} ms`));
-        });
-      }, timeoutMs);
-      timer.unref();
-      call.then(
-        (reply) => {
-          clearTimeout(timer);
-          if (!settled) resolve(reply);
-          else late?.(reply);
-          settled = true;
+      const deadline = deadlines.add(() => {
+        settled = true;
+        reject(new ConnectionError(`${what} on ${this.name}: no reply within ${timeoutMs} ms`));
+      });
+      work.then(
+        (value) => {
+          deadline.cancel();
+          if (settled) late?.(value);
+          else {
+            settled = true;
+            resolve(value);
+          }
         },
         (error: unknown) => {
-          clearTimeout(timer);
+          deadline.cancel();
           if (settled) return;
           settled = true;
-          reject(
-            error instanceof ConnectionError
-              ? error
-              : new ConnectionError(`${what} on ${this.name} failed: ${messageOf(error)}${hintFor(error)}`, { cause: error }),
-          );
+          reject(toSurelockError(error, `${what} on ${this.name}`));
         },
       );
     });
   }
 }
 
-function isNoScript(error: unknown): boolean {
-  return messageOf(error).startsWith("NOSCRIPT");
+/**
+ * Error replies that mean "not now" rather than "never": a replica answering for a demoted primary,
+ * a server loading its data, a Cluster electing or moving slots, a busy script.
+ */
+const TRANSIENT = new Set(["READONLY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "MOVED", "ASK", "NOREPLICAS"]);
+
+/**
+ * A client's failure as a typed error: an error reply from Redis (an upper-case code first, as in
+ * "ERR …" or "NOPERM …") is a ScriptError unless it is transient; anything else (a closed socket,
+ * a refused connection, a client-side timeout) is a ConnectionError.
+ */
+export function toSurelockError(error: unknown, what: string): SurelockError {
+  if (error instanceof SurelockError) return error;
+  const message = messageOf(error);
+  const code = errorReplyCode(message);
+  const reply = code !== undefined || (error instanceof Error && /^(ReplyError|ErrorReply|SimpleError|BlobError)$/.test(error.name));
+  if (reply && !(code !== undefined && TRANSIENT.has(code)) && !/max number of clients/i.test(message)) {
+    return new ScriptError(`${what} failed: Redis answered "${message}"`, { cause: error });
+  }
+  return new ConnectionError(`${what} failed: ${message}${hintFor(code)}`, { cause: error });
+}
+
+/** The code of a Redis error reply (`ERR`, `NOSCRIPT`, …), also behind a client's "XxxError: " prefix. */
+function errorReplyCode(message: string): string | undefined {
+  return /^(?:[A-Za-z]+Error: )?([A-Z][A-Z_]+)(?:\s|$)/.exec(message)?.[1];
+}
+
+/**
+ * Whether the server does not have the script cached. Clients word it differently ("NOSCRIPT No
+ * matching script…" from Redis itself, "NoScriptError: No matching script" from GLIDE).
+ */
+export function isNoScript(error: unknown): boolean {
+  const message = messageOf(error);
+  return /\bNOSCRIPT\b/.test(message) || /no matching script/i.test(message) || (error instanceof Error && /noscript/i.test(error.name));
 }
 
 /** What to change, for the errors a deployment (rather than surelock) causes. */
-function hintFor(error: unknown): string {
-  const message = messageOf(error);
-  if (/\bREADONLY\b/.test(message)) {
-    return " (the client is connected to a replica, typically a primary demoted by a failover: let it reconnect" +
-      " on this error, e.g. ioredis `reconnectOnError: (e) => e.message.startsWith(\"READONLY\")`, or Sentinel" +
-      " `failoverDetector: true`; the lease is not given up while its validity lasts)";
-  }
-  return "";
+function hintFor(code: string | undefined): string {
+  if (code !== "READONLY") return "";
+  return " (the client is connected to a replica, typically a primary demoted by a failover: let it reconnect" +
+    " on this error, e.g. ioredis `reconnectOnError: (e) => e.message.startsWith(\"READONLY\")`, or Sentinel" +
+    " `failoverDetector: true`; the lease is not given up while its validity lasts)";
 }
 
 export function messageOf(error: unknown): string {

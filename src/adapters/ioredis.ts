@@ -27,7 +27,10 @@ export interface IoredisLike {
   removeListener?(event: string, listener: () => void): unknown;
   status: string;
   isCluster?: boolean;
-  options?: { host?: string; port?: number; name?: string; sentinels?: unknown[] | null };
+  options?: {
+    host?: string; port?: number; name?: string; sentinels?: unknown[] | null; keyPrefix?: string;
+    autoResendUnfulfilledCommands?: boolean; redisOptions?: { keyPrefix?: string; autoResendUnfulfilledCommands?: boolean };
+  };
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   ssubscribe?(...channels: string[]): Promise<unknown>;
@@ -59,6 +62,13 @@ export class IoredisAdapter implements RedisAdapter {
   readonly cluster: boolean;
   readonly #client: IoredisLike;
   readonly #nodes: NodeSender;
+  /** ioredis prefixes every key it sends (script KEYS included) with this, but no channel. */
+  readonly #keyPrefix: string;
+  /**
+   * Calls on the wire, when the client will not resend them after a reconnect: ioredis then drops
+   * them without ever settling their promises, so we settle them when the connection closes.
+   */
+  readonly #inFlight: Set<(error: Error) => void> | undefined;
 
   constructor(client: IoredisLike) {
     this.#client = client;
@@ -66,19 +76,44 @@ export class IoredisAdapter implements RedisAdapter {
     const { host = "127.0.0.1", port = 6379, sentinels, name } = client.options ?? {};
     this.name = this.cluster ? "cluster" : sentinels?.length ? `sentinel:${name ?? "mymaster"}` : `${host}:${port}`;
     this.#nodes = nodeSender(client);
+    const options = this.cluster ? client.options?.redisOptions : client.options;
+    this.#keyPrefix = options?.keyPrefix ?? "";
+    if (options?.autoResendUnfulfilledCommands === false) {
+      const inFlight = new Set<(error: Error) => void>();
+      this.#inFlight = inFlight;
+      // One listener for the client's lifetime (surelock never closes the user's client).
+      client.on("close", (() => {
+        const dropped = [...inFlight];
+        inFlight.clear();
+        for (const reject of dropped) reject(new Error("Connection closed before the reply (the client does not resend): the command may or may not have run"));
+      }) as Listener);
+    }
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.#client.call("EVALSHA", sha, keys.length, ...keys, ...args);
+    return this.#send("EVALSHA", [sha, keys.length, ...keys, ...args]);
   }
 
   eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.#client.call("EVAL", script, keys.length, ...keys, ...args);
+    return this.#send("EVAL", [script, keys.length, ...keys, ...args]);
   }
 
   command(args: readonly RedisArg[]): Promise<unknown> {
     const [name, ...rest] = args;
-    return this.#client.call(String(name), ...rest);
+    return this.#send(String(name), rest);
+  }
+
+  #send(command: string, args: readonly RedisArg[]): Promise<unknown> {
+    const call = this.#client.call(command, ...args);
+    const inFlight = this.#inFlight;
+    if (!inFlight) return call;
+    return new Promise((resolve, reject) => {
+      inFlight.add(reject);
+      call.then(
+        (value) => { inFlight.delete(reject); resolve(value); },
+        (error: unknown) => { inFlight.delete(reject); reject(error); },
+      );
+    });
   }
 
   async commandThenWait(args: readonly RedisArg[], key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply> {
@@ -92,7 +127,7 @@ export class IoredisAdapter implements RedisAdapter {
   }
 
   async createSubscriber(): Promise<RedisSubscriber> {
-    if (this.cluster) return new ShardedSubscriber(shardSource(this.#client), SUBSCRIBE_TIMEOUT_MS);
+    if (this.cluster) return new ShardedSubscriber(shardSource(this.#client, this.#keyPrefix), SUBSCRIBE_TIMEOUT_MS);
     // A duplicate keeps the client's options, Sentinel ones included: after a failover it asks the
     // sentinels for the new primary and subscribes its channels again.
     const connection = this.#client.duplicate();
@@ -104,7 +139,9 @@ export class IoredisAdapter implements RedisAdapter {
     // An 'error' event without a listener would crash the process; the subscriber's
     // failures surface through missed wake-ups, which the safety poll covers.
     connection.on("error", () => {});
-    connection.on("message", ((channel: string, message: string) => onMessage(channel, message)) as Listener);
+    // Scripts publish on their KEYS, which the client prefixed; SUBSCRIBE names are sent as given.
+    const prefix = this.#keyPrefix;
+    connection.on("message", ((channel: string, message: string) => onMessage(channel.slice(prefix.length), message)) as Listener);
     connection.on("ready", (() => {
       if (readyOnce) onReconnect();
       readyOnce = true;
@@ -113,22 +150,28 @@ export class IoredisAdapter implements RedisAdapter {
       subscribe: async (channel) => {
         // Without an offline queue a SUBSCRIBE sent before the connection is up just fails.
         if (connection.status !== "ready") await readyWithin(connection, SUBSCRIBE_TIMEOUT_MS);
-        await connection.subscribe(channel);
+        await connection.subscribe(prefix + channel);
       },
       unsubscribe: async (channel) => {
-        await connection.unsubscribe(channel);
+        await connection.unsubscribe(prefix + channel);
       },
       onMessage: (handler) => { onMessage = handler; },
       onReconnect: (handler) => { onReconnect = handler; },
-      close: async () => {
-        try {
-          await connection.quit();
-        } catch {
-          connection.disconnect();
-        }
-      },
+      close: () => quitWithin(connection, SUBSCRIBE_TIMEOUT_MS),
     };
   }
+}
+
+/** QUIT, and if the server does not answer in time (a partition), drop the connection. */
+async function quitWithin(connection: IoredisLike, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([connection.quit().catch(() => {}), late]);
+  clearTimeout(timer);
+  connection.disconnect();
 }
 
 /** Resolves when the connection is ready, or after `ms` (the caller's command then fails or queues). */
@@ -170,9 +213,9 @@ function nodeSender(cluster: IoredisLike): NodeSender {
   };
 }
 
-function shardSource(cluster: IoredisLike): ShardSource {
+function shardSource(cluster: IoredisLike, prefix: string): ShardSource {
   return {
-    ownerOf: (channel) => ownerOf(cluster, channel),
+    ownerOf: (channel) => ownerOf(cluster, prefix + channel),
     open(address, events) {
       const node = nodeAt(cluster, address);
       if (!node) return undefined;
@@ -181,7 +224,7 @@ function shardSource(cluster: IoredisLike): ShardSource {
       const connection = node.duplicate({
         lazyConnect: false, retryStrategy: null, autoResubscribe: false, enableOfflineQueue: true, readOnly: false,
       });
-      connection.on("smessage", ((channel: string, message: string) => events.message(channel, message)) as Listener);
+      connection.on("smessage", ((channel: string, message: string) => events.message(channel.slice(prefix.length), message)) as Listener);
       connection.on("end", (() => events.broken()) as Listener);
       // ioredis reports a SSUBSCRIBE answered with MOVED this way (and never settles the call).
       connection.on("moved", (() => events.broken()) as Listener);
@@ -198,8 +241,8 @@ function shardSource(cluster: IoredisLike): ShardSource {
         return undefined;
       }
       return {
-        ssubscribe: (channel) => ssubscribe.call(connection, channel),
-        sunsubscribe: (channel) => sunsubscribe.call(connection, channel),
+        ssubscribe: (channel) => ssubscribe.call(connection, prefix + channel),
+        sunsubscribe: (channel) => sunsubscribe.call(connection, prefix + channel),
         close: () => connection.disconnect(),
       };
     },

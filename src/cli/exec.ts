@@ -9,7 +9,7 @@ import { constants } from "node:os";
 import { channels } from "../diagnostics.js";
 import { ConnectionError, LockLostError, LockTimeoutError, QuorumError } from "../errors.js";
 import { KeySpace } from "../keys.js";
-import type { Lease } from "../lease.js";
+import type { Lease } from "../lease/lease.js";
 import { Surelock } from "../surelock.js";
 import {
   CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, unreachable, type Deployment, type RedisAddress,

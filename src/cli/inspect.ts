@@ -3,7 +3,7 @@ import { KeySpace } from "../keys.js";
 import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, perNode, type RedisAddress } from "./connection.js";
 import { formatDuration } from "./duration.js";
 import { ExitCode } from "./exit-codes.js";
-import { isLocked, readLockState, type Holder, type LockState, type QueuedWaiter, type SharedHolder } from "./lock-state.js";
+import { isLocked, readLockState, type Holder, type LockState, type QueuedWaiter, type SharedHolder, type SharedState } from "./lock-state.js";
 import { note, plural, print, printJson, quote } from "./output.js";
 
 export interface InspectOptions {
@@ -65,16 +65,15 @@ function describe(report: InspectReport): string[] {
       lines.push(...queue(node.mutex.queue));
     }
     if (node.rw) {
-      lines.push(`  read-write lock, write side: ${node.rw.writer ? held(node.rw.writer) : "free"}`);
-      lines.push(`  read-write lock, read side: ${plural(node.rw.readers.length, "reader")}`);
-      lines.push(...shared(node.rw.readers));
-      if (node.rw.writerWaiting) {
-        lines.push(`  a writer (${node.rw.writerWaiting.owner}) is waiting: new readers are held back for ${formatDuration(node.rw.writerWaiting.pttlMs)}`);
-      }
+      const writer = node.rw.holders.find((h) => h.mode === "w");
+      const readers = node.rw.holders.filter((h) => h.mode === "r");
+      lines.push(`  read-write lock, write side: ${writer ? `held by ${writer.owner} (${plural(writer.entries, "entry", "entries")}), fencing token ${writer.fencingToken}, expires in ${formatDuration(writer.expiresInMs)}` : "free"}`);
+      lines.push(`  read-write lock, read side: ${plural(readers.length, "reader")}`);
+      lines.push(...shared(readers));
       lines.push(...queue(node.rw.queue));
     }
     if (node.semaphore) {
-      lines.push(`  semaphore: ${plural(node.semaphore.holders.length, "permit")} taken`);
+      lines.push(`  semaphore: ${permitsTaken(node.semaphore)}`);
       lines.push(...shared(node.semaphore.holders));
       lines.push(...queue(node.semaphore.queue));
     }
@@ -89,13 +88,25 @@ function held(h: Holder): string {
 function queue(tickets: readonly QueuedWaiter[]): string[] {
   if (tickets.length === 0) return [];
   return [
-    `    queue: ${plural(tickets.length, "ticket")}, served head first`,
-    ...tickets.map((t, i) => `      ${i + 1}. ${t.ticket} (dropped in ${formatDuration(t.expiresInMs)} unless its waiter refreshes it)`),
+    `    queue: ${plural(tickets.length, "waiter")}, served head first`,
+    ...tickets.map((t, i) => `      ${i + 1}. ${t.owner}${wants(t)} (ticket ${t.ticket}; dropped in ${formatDuration(t.expiresInMs)} unless its waiter refreshes it)`),
   ];
 }
 
+function wants(t: QueuedWaiter): string {
+  if (t.mode === "r") return ", to read";
+  if (t.mode === "w") return ", to write";
+  if (t.mode === "s") return `, for ${plural(t.permits, "permit")}`;
+  return "";
+}
+
+function permitsTaken(s: SharedState): string {
+  const taken = s.holders.reduce((sum, h) => sum + h.permits, 0);
+  return `${taken}${s.limit === null ? "" : ` of ${s.limit}`} permits taken`;
+}
+
 function shared(holders: readonly SharedHolder[]): string[] {
-  return holders.map((h) => `    ${h.owner} (member ${h.member}), expires in ${formatDuration(h.expiresInMs)}`);
+  return holders.map((h) => `    ${h.owner}${h.mode === "s" && h.permits > 1 ? ` (${h.permits} permits)` : ""}, fencing token ${h.fencingToken}, expires in ${formatDuration(h.expiresInMs)}`);
 }
 
 /** A PTTL in words. */

@@ -8,7 +8,7 @@ import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, perNode, type Depl
 import { formatDuration } from "./duration.js";
 import { ExitCode } from "./exit-codes.js";
 import { escapeGlob, globToRegExp } from "./glob.js";
-import { results, serverMs, toHolder, toShared } from "./lock-state.js";
+import { readLockState, type LockState } from "./lock-state.js";
 import { note, plural, print, printJson, quote, table } from "./output.js";
 
 export interface ListOptions {
@@ -38,12 +38,6 @@ export interface ListRow {
   readonly pttlMs: number;
   /** The Redis key itself. */
   readonly redisKey: string;
-}
-
-interface Found {
-  readonly redisKey: string;
-  readonly key: string;
-  readonly kind: LockKind;
 }
 
 const SCAN_COUNT = 1_000;
@@ -89,74 +83,67 @@ export async function list(o: ListOptions): Promise<number> {
 
 async function listNode(d: Deployment, server: Redis, keys: KeySpace, match: string, matcher: RegExp): Promise<ListRow[]> {
   const node = d.cluster ? `${server.options.host ?? "?"}:${server.options.port ?? "?"}` : d.name;
-  const found = new Map<string, Found>();
+  const found = new Set<string>();
   let cursor = "0";
   do {
     const [next, names] = await server.scan(cursor, "MATCH", match, "COUNT", SCAN_COUNT);
     cursor = next;
     for (const name of names) {
       const lock = parseName(keys, name);
-      if (lock && matcher.test(lock.key)) found.set(name, lock);
+      if (lock && matcher.test(lock.key)) found.add(lock.key);
     }
   } while (cursor !== "0");
 
   const rows: ListRow[] = [];
-  const all = [...found.values()];
-  for (let i = 0; i < all.length; i += BATCH) rows.push(...(await describe(server, node, all.slice(i, i + BATCH))));
+  const all = [...found];
+  for (let i = 0; i < all.length; i += BATCH) {
+    // One inspect.lua call per key, in batches sent together; each reads every kind of lock of its key.
+    const states = await Promise.all(all.slice(i, i + BATCH).map(async (key) => ({ key, state: await readLockState(d.client, keys, key) })));
+    for (const { key, state } of states) rows.push(...rowsOf(node, keys, key, state));
+  }
   return rows;
 }
 
-/** One pipeline for a batch of keys: the holder (hash) or the live members (zset), and the PTTL. */
-async function describe(server: Redis, node: string, batch: readonly Found[]): Promise<ListRow[]> {
-  const pipeline = server.pipeline().time();
-  for (const f of batch) {
-    if (f.kind === "mutex" || f.kind === "rw-write") pipeline.hmget(f.redisKey, "o", "n", "t");
-    else pipeline.zrange(f.redisKey, 0, -1, "WITHSCORES");
-    pipeline.pttl(f.redisKey);
-  }
-  const [time, ...replies] = results(await pipeline.exec(), 1 + batch.length * 2);
-  const nowMs = serverMs(time);
+/** The rows of one key: each kind of lock it is held as (released between SCAN and now: none). */
+function rowsOf(node: string, keys: KeySpace, key: string, state: LockState): ListRow[] {
   const rows: ListRow[] = [];
-  batch.forEach((f, i) => {
-    const reply = replies[2 * i];
-    const pttlMs = Number(replies[2 * i + 1]);
-    if (f.kind === "mutex" || f.kind === "rw-write") {
-      const holder = toHolder(reply, pttlMs);
-      // Released between SCAN and now.
-      if (!holder) return;
-      rows.push({ node, key: f.key, kind: f.kind, owner: holder.owner, holders: 1, fencingToken: holder.fencingToken, pttlMs, redisKey: f.redisKey });
-    } else {
-      const live = toShared(reply, nowMs);
-      if (live.length === 0) return;
-      rows.push({ node, key: f.key, kind: f.kind, owner: null, holders: live.length, fencingToken: null, pttlMs, redisKey: f.redisKey });
-    }
-  });
+  const holder = state.mutex?.holder;
+  if (holder) {
+    rows.push({ node, key, kind: "mutex", owner: holder.owner, holders: 1, fencingToken: holder.fencingToken, pttlMs: holder.pttlMs, redisKey: keys.exclusive(key).lock });
+  }
+  const rw = keys.shared(key, "rw");
+  const writer = state.rw?.holders.find((h) => h.mode === "w");
+  if (writer) {
+    rows.push({ node, key, kind: "rw-write", owner: writer.owner, holders: 1, fencingToken: writer.fencingToken, pttlMs: writer.expiresInMs, redisKey: rw.holders });
+  }
+  const readers = state.rw?.holders.filter((h) => h.mode === "r") ?? [];
+  if (readers.length > 0) {
+    rows.push({ node, key, kind: "rw-read", owner: null, holders: readers.length, fencingToken: null, pttlMs: Math.max(...readers.map((h) => h.expiresInMs)), redisKey: rw.holders });
+  }
+  const permits = state.semaphore?.holders ?? [];
+  if (permits.length > 0) {
+    rows.push({ node, key, kind: "semaphore", owner: null, holders: permits.length, fencingToken: null, pttlMs: Math.max(...permits.map((h) => h.expiresInMs)), redisKey: keys.shared(key, "sem").holders });
+  }
   return rows;
 }
 
 /**
- * The user key and kind of a Redis key name, if it is a holder key of this key space:
- * `<p>:{k}:lock` (mutex), `<p>:rw:{k}:lock` / `:shared` (write / read side), `<p>:sem:{k}:shared`.
+ * The user key of a Redis key name, if it is where this key space keeps holds: `<p>:{k}:lock`
+ * (mutex), `<p>:rw:{k}:holders` or `<p>:sem:{k}:holders`.
  */
-export function parseName(keys: KeySpace, name: string): Found | undefined {
+export function parseName(keys: KeySpace, name: string): { readonly key: string; readonly space: "mutex" | "rw" | "sem" } | undefined {
   const head = `${keys.prefix}:`;
   if (!name.startsWith(head)) return undefined;
   const rest = name.slice(head.length);
   const space = rest.startsWith("{") ? "mutex" : rest.startsWith("rw:{") ? "rw" : rest.startsWith("sem:{") ? "sem" : undefined;
   if (!space) return undefined;
-  const part = name.endsWith("}:lock") ? "lock" : name.endsWith("}:shared") ? "shared" : undefined;
-  if (!part) return undefined;
-  const open = rest.indexOf("{");
-  const key = rest.slice(open + 1, rest.length - `}:${part}`.length);
+  const part = space === "mutex" ? "lock" : "holders";
+  if (!name.endsWith(`}:${part}`)) return undefined;
+  const key = rest.slice(rest.indexOf("{") + 1, rest.length - `}:${part}`.length);
   if (key === "") return undefined;
-  const kind: LockKind | undefined =
-    space === "mutex" ? (part === "lock" ? "mutex" : undefined)
-    : space === "rw" ? (part === "lock" ? "rw-write" : "rw-read")
-    : part === "shared" ? "semaphore" : undefined;
-  if (!kind) return undefined;
   // The name must be exactly what the library builds for this key and kind.
-  const names = keys.of(key, space);
-  return names[part] === name ? { redisKey: name, key, kind } : undefined;
+  const built = space === "mutex" ? keys.exclusive(key).lock : keys.shared(key, space).holders;
+  return built === name ? { key, space } : undefined;
 }
 
 function compare(a: string, b: string): number {

@@ -1,36 +1,47 @@
 /**
- * What Redis holds for one user key, read in one MULTI so the picture is consistent: the mutex
- * holder and its fair queue, the read-write lock's writer, readers and waiting writer, and the
- * semaphore's holders. Shared by `inspect`, `release` and `exec` (to name who holds a lock).
+ * What Redis holds for one user key, read by inspect.lua in one atomic step so the picture is
+ * consistent: the mutex's holder and queue, the read-write lock's and the semaphore's holds and
+ * queues. Shared by `inspect`, `list` and `exec` (to name who holds a lock).
  */
 import type { Cluster, Redis } from "ioredis";
+import { Endpoint } from "../adapters/endpoint.js";
+import { IoredisAdapter, type IoredisLike } from "../adapters/ioredis.js";
+import { systemClock } from "../clock.js";
 import type { KeySpace } from "../keys.js";
+import { scripts } from "../scripts/index.js";
 
-/** The holder of a mutex or of a read-write lock's write side. */
+/** The holder of a mutex. */
 export interface Holder {
   readonly owner: string;
-  /** How many times the owner has entered it (re-entries). */
+  /** The hold's id (its acquisition). */
+  readonly hold: string;
+  /** How many entries (re-entries) the hold has. */
   readonly entries: number;
   /** Decimal string: tokens can exceed JSON's safe integers. */
   readonly fencingToken: string;
-  /** Time left on the lease in ms (-1: no expiry, which surelock never leaves). */
+  /** Time left on the lease in ms. */
   readonly pttlMs: number;
 }
 
-/** One semaphore permit or read lock. */
+/** One hold of a semaphore or read-write lock. */
 export interface SharedHolder {
-  /** The member in the zset: `<owner>:<acquisition id>`. */
-  readonly member: string;
+  readonly hold: string;
   readonly owner: string;
+  readonly fencingToken: string;
+  /** Semaphore permits it takes (1 for a read-write lock). */
+  readonly permits: number;
+  /** "s" semaphore, "r" reader, "w" writer. */
+  readonly mode: string;
+  readonly entries: number;
   readonly expiresInMs: number;
 }
 
-/**
- * One ticket in a lock's queue in Redis, head first: a waiter of a fair lock, or one process's
- * line of local waiters otherwise.
- */
+/** One ticket in a lock's queue, head first. */
 export interface QueuedWaiter {
   readonly ticket: string;
+  readonly owner: string;
+  readonly mode: string;
+  readonly permits: number;
   /** Time before the ticket is dropped unless its waiter refreshes it. */
   readonly expiresInMs: number;
 }
@@ -40,24 +51,18 @@ export interface MutexState {
   readonly queue: readonly QueuedWaiter[];
 }
 
-export interface ReadWriteState {
-  readonly writer: Holder | null;
-  readonly readers: readonly SharedHolder[];
-  /** A refused writer holds new readers back for a moment. */
-  readonly writerWaiting: { readonly owner: string; readonly pttlMs: number } | null;
-  readonly queue: readonly QueuedWaiter[];
-}
-
-export interface SemaphoreState {
+export interface SharedState {
   readonly holders: readonly SharedHolder[];
   readonly queue: readonly QueuedWaiter[];
+  /** A semaphore's stored number of permits. */
+  readonly limit: number | null;
 }
 
 /** Each part is null when Redis holds nothing of it. */
 export interface LockState {
   readonly mutex: MutexState | null;
-  readonly rw: ReadWriteState | null;
-  readonly semaphore: SemaphoreState | null;
+  readonly rw: SharedState | null;
+  readonly semaphore: SharedState | null;
 }
 
 /** True when anything holds or waits for the key. */
@@ -65,102 +70,44 @@ export function isLocked(state: LockState): boolean {
   return state.mutex !== null || state.rw !== null || state.semaphore !== null;
 }
 
+/** Script calls from the CLI: one endpoint per client, with the library's deadline and fallbacks. */
+const endpoints = new WeakMap<Redis | Cluster, Endpoint>();
+
+export function endpointOf(client: Redis | Cluster): Endpoint {
+  let endpoint = endpoints.get(client);
+  if (!endpoint) {
+    endpoint = new Endpoint(new IoredisAdapter(client as unknown as IoredisLike), { clock: systemClock, timeoutMs: 5_000 });
+    endpoints.set(client, endpoint);
+  }
+  return endpoint;
+}
+
 /** Reads the state of `key` (every kind of lock) from one deployment. */
 export async function readLockState(client: Redis | Cluster, keys: KeySpace, key: string): Promise<LockState> {
-  const m = keys.of(key);
-  const rw = keys.of(key, "rw");
-  const sem = keys.of(key, "sem");
-  // Every name carries the same hash tag, so this MULTI is one slot in a Cluster too.
-  const replies = await client
-    .multi()
-    .time()
-    .hmget(m.lock, "o", "n", "t")
-    .pttl(m.lock)
-    .lrange(m.queue, 0, -1)
-    .zrange(m.deadlines, 0, -1, "WITHSCORES")
-    .hmget(rw.lock, "o", "n", "t")
-    .pttl(rw.lock)
-    .zrange(rw.shared, 0, -1, "WITHSCORES")
-    .get(rw.mark)
-    .pttl(rw.mark)
-    .lrange(rw.queue, 0, -1)
-    .zrange(rw.deadlines, 0, -1, "WITHSCORES")
-    .zrange(sem.shared, 0, -1, "WITHSCORES")
-    .lrange(sem.queue, 0, -1)
-    .zrange(sem.deadlines, 0, -1, "WITHSCORES")
-    .exec();
-  const [time, mHolder, mPttl, mQueue, mDeadlines, rwHolder, rwPttl, readers, mark, markPttl, rwQueue, rwDeadlines,
-    permits, semQueue, semDeadlines] = results(replies, 15);
-  const nowMs = serverMs(time);
-
-  const holder = toHolder(mHolder, mPttl);
-  const mWaiting = toQueue(mQueue, mDeadlines, nowMs);
-
-  const writer = toHolder(rwHolder, rwPttl);
-  const liveReaders = toShared(readers, nowMs);
-  const writerWaiting = typeof mark === "string" ? { owner: mark, pttlMs: Number(markPttl) } : null;
-  const rwWaiting = toQueue(rwQueue, rwDeadlines, nowMs);
-
-  const holders = toShared(permits, nowMs);
-  const semWaiting = toQueue(semQueue, semDeadlines, nowMs);
+  const m = keys.exclusive(key);
+  const rw = keys.shared(key, "rw");
+  const sem = keys.shared(key, "sem");
+  const doc = await endpointOf(client).run(scripts.inspect.call({
+    lock: m.lock, queue: m.queue, tickets: m.tickets,
+    rwState: rw.state, rwHolders: rw.holders, rwQueue: rw.queue, rwTickets: rw.tickets,
+    semState: sem.state, semHolders: sem.holders, semQueue: sem.queue, semTickets: sem.tickets,
+  }, {})) as { mutex?: RawMutex | null; rw?: RawShared | null; semaphore?: RawShared | null };
   return {
-    mutex: holder || mWaiting.length > 0 ? { holder, queue: mWaiting } : null,
-    rw: writer || liveReaders.length > 0 || writerWaiting || rwWaiting.length > 0
-      ? { writer, readers: liveReaders, writerWaiting, queue: rwWaiting }
-      : null,
-    semaphore: holders.length > 0 || semWaiting.length > 0 ? { holders, queue: semWaiting } : null,
+    mutex: doc.mutex ? { holder: doc.mutex.holder ?? null, queue: list(doc.mutex.queue) } : null,
+    rw: shared(doc.rw),
+    semaphore: shared(doc.semaphore),
   };
 }
 
-/** The owner part of a shared member `<owner>:<instance>:<n>`. */
-export function ownerOfMember(member: string): string {
-  const parts = member.split(":");
-  return parts.length > 2 ? parts.slice(0, -2).join(":") : member;
+interface RawMutex { holder?: Holder | null; queue?: unknown }
+interface RawShared { holders?: unknown; queue?: unknown; limit?: number | null }
+
+/** Lua's cjson writes an empty table as {}: read anything but an array as empty. */
+function list<T>(value: unknown): T[] {
+  return Array.isArray(value) ? (value as T[]) : [];
 }
 
-/** Milliseconds of a TIME reply. */
-export function serverMs(time: unknown): number {
-  const [s, us] = time as [string, string];
-  return Number(s) * 1_000 + Math.floor(Number(us) / 1_000);
-}
-
-/** The replies of a MULTI or pipeline, throwing the first error. */
-export function results(replies: [Error | null, unknown][] | null, expected: number): unknown[] {
-  if (!replies || replies.length !== expected) throw new Error("the transaction was aborted by the server");
-  return replies.map(([error, value]) => {
-    if (error) throw error;
-    return value;
-  });
-}
-
-/** A holder hash's HMGET o n t reply and PTTL, as a Holder (null if the hash is absent). */
-export function toHolder(fields: unknown, pttl: unknown): Holder | null {
-  const [owner, entries, token] = fields as (string | null)[];
-  if (owner === null || owner === undefined) return null;
-  return { owner, entries: Number(entries ?? 0), fencingToken: token ?? "", pttlMs: Number(pttl) };
-}
-
-/** Live members of a `ZRANGE ... WITHSCORES` reply of member -> deadline (server ms). */
-export function toShared(reply: unknown, nowMs: number): SharedHolder[] {
-  const out: SharedHolder[] = [];
-  const flat = reply as string[];
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    const member = flat[i] as string;
-    const deadline = Number(flat[i + 1]);
-    // A lapsed member counts for nothing, even before a script prunes it.
-    if (deadline > nowMs) out.push({ member, owner: ownerOfMember(member), expiresInMs: deadline - nowMs });
-  }
-  return out;
-}
-
-/** The live tickets of a queue (list, head first) and its deadlines (zset ticket -> server ms). */
-function toQueue(list: unknown, deadlines: unknown, nowMs: number): QueuedWaiter[] {
-  const flat = deadlines as string[];
-  const until = new Map<string, number>();
-  for (let i = 0; i + 1 < flat.length; i += 2) until.set(flat[i] as string, Number(flat[i + 1]));
-  // A ticket past its deadline is dropped by the next attempt: it no longer holds anyone back.
-  return (list as string[]).flatMap((ticket) => {
-    const deadline = until.get(ticket) ?? 0;
-    return deadline > nowMs ? [{ ticket, expiresInMs: deadline - nowMs }] : [];
-  });
+function shared(raw: RawShared | null | undefined): SharedState | null {
+  if (!raw) return null;
+  return { holders: list(raw.holders), queue: list(raw.queue), limit: raw.limit ?? null };
 }

@@ -4,12 +4,11 @@
  * renewal, up to a third of its ttl later, and until then two processes may believe they hold
  * the lock. That is why it takes --force.
  */
-import type { ChainableCommander } from "ioredis";
-import { KeySpace, type LockKeys } from "../keys.js";
+import { KeySpace } from "../keys.js";
+import { scripts } from "../scripts/index.js";
 import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, onNode, perNode, type Deployment, type RedisAddress } from "./connection.js";
 import { ExitCode, UsageError } from "./exit-codes.js";
-import { formatDuration } from "./duration.js";
-import { readLockState, results, serverMs, toHolder, toShared, type Holder } from "./lock-state.js";
+import { endpointOf, readLockState } from "./lock-state.js";
 import { note, plural, print, quote } from "./output.js";
 
 /** Which lock of the key: `mutex` (default), `rw` (both sides of a read-write lock), `semaphore`. */
@@ -24,10 +23,11 @@ export interface ReleaseOptions {
   readonly force: boolean;
 }
 
-/** What one node held before the release. */
-interface Released {
-  readonly holder: Holder | null;
-  readonly shared: number;
+/** One hold that was ended. */
+interface Ended {
+  readonly owner: string;
+  readonly fencingToken: string;
+  readonly entries: number;
 }
 
 export async function release(o: ReleaseOptions): Promise<number> {
@@ -44,15 +44,12 @@ export async function release(o: ReleaseOptions): Promise<number> {
     const what = o.kind === "rw" ? "read-write lock" : o.kind;
     const outcomes = await perNode(o.addresses, reached, `releasing ${quote(o.key)}`, (d) => forceRelease(d, keys, o));
     for (const [i, outcome] of outcomes.entries()) {
-      const before = outcome.value;
-      if (!before) continue;
+      const holds = outcome.value;
+      if (!holds) continue;
       const where = `${what} ${quote(o.key)} on ${outcome.node}`;
-      if (before.holder || before.shared > 0) {
-        const parts = [
-          ...(before.holder ? [`held by ${before.holder.owner} (${plural(before.holder.entries, "entry", "entries")}), fencing token ${before.holder.fencingToken}, with ${formatDuration(Math.max(0, before.holder.pttlMs))} left`] : []),
-          ...(before.shared > 0 ? [plural(before.shared, o.kind === "rw" ? "reader" : "holder")] : []),
-        ];
-        print(`released ${where}: it was ${parts.join(", and ")}; waiters were woken`);
+      if (holds.length > 0) {
+        const who = holds.map((h) => `${h.owner} (${plural(h.entries, "entry", "entries")}, fencing token ${h.fencingToken})`);
+        print(`released ${where}: it was held by ${who.join(", ")}; its waiters were woken`);
       } else {
         print(`${where} was not held: nothing released`);
         const d = reached.deployments.find((x) => x.address === o.addresses[i]);
@@ -67,33 +64,20 @@ export async function release(o: ReleaseOptions): Promise<number> {
   }
 }
 
-/** Reads what is held, deletes it and announces the release, in one MULTI. */
-async function forceRelease(d: Deployment, keys: KeySpace, o: ReleaseOptions): Promise<Released> {
-  const k = keys.of(o.key, o.kind === "mutex" ? "mutex" : o.kind === "rw" ? "rw" : "sem");
-  const tx = d.client.multi().time();
-  if (o.kind === "semaphore") {
-    tx.zrange(k.shared, 0, -1, "WITHSCORES").del(k.shared);
+/** Ends every hold of the lock and wakes its waiters, in one script (force-release.lua). */
+async function forceRelease(d: Deployment, keys: KeySpace, o: ReleaseOptions): Promise<Ended[]> {
+  const endpoint = endpointOf(d.client);
+  let call;
+  if (o.kind === "mutex") {
+    const k = keys.exclusive(o.key);
+    // A mutex is its one hash: the other keys are not used.
+    call = scripts.forceRelease.call({ state: k.lock, holders: k.lock, entries: k.lock, channel: k.channel }, { kind: "x", publish: endpoint.publish });
   } else {
-    tx.hmget(k.lock, "o", "n", "t").pttl(k.lock);
-    // The write side of a read-write lock goes with its readers and its waiting writer's mark.
-    if (o.kind === "rw") tx.zrange(k.shared, 0, -1, "WITHSCORES").del(k.lock, k.shared, k.mark);
-    else tx.del(k.lock);
+    const k = keys.shared(o.key, o.kind === "rw" ? "rw" : "sem");
+    call = scripts.forceRelease.call({ state: k.state, holders: k.holders, entries: k.entries, channel: k.channel }, { kind: "s", publish: endpoint.publish });
   }
-  announce(tx, d, k);
-  const replies = await tx.exec();
-  const expected = o.kind === "semaphore" ? 4 : o.kind === "rw" ? 6 : 5;
-  const [time, ...rest] = results(replies, expected);
-  const nowMs = serverMs(time);
-  if (o.kind === "semaphore") return { holder: null, shared: toShared(rest[0], nowMs).length };
-  const holder = toHolder(rest[0], rest[1]);
-  return { holder, shared: o.kind === "rw" ? toShared(rest[2], nowMs).length : 0 };
-}
-
-/** "*" wakes every waiter, fair ones included (the head of a fair queue then takes the lock). */
-function announce(tx: ChainableCommander, d: Deployment, k: LockKeys): void {
-  // The library listens with sharded pub/sub in a Cluster.
-  if (d.cluster) tx.spublish(k.channel, "*");
-  else tx.publish(k.channel, "*");
+  const doc = await endpoint.run(call) as { holds?: unknown };
+  return Array.isArray(doc.holds) ? (doc.holds as Ended[]) : [];
 }
 
 /** Nothing was released: say so if the key is held as another kind of lock. */
@@ -101,7 +85,7 @@ async function hintOtherKinds(d: Deployment, keys: KeySpace, o: ReleaseOptions):
   const state = await onNode(d, `reading ${quote(o.key)}`, () => readLockState(d.client, keys, o.key));
   const held: ReleaseKind[] = [];
   if (state.mutex?.holder) held.push("mutex");
-  if (state.rw && (state.rw.writer || state.rw.readers.length > 0)) held.push("rw");
+  if (state.rw && state.rw.holders.length > 0) held.push("rw");
   if (state.semaphore) held.push("semaphore");
   for (const kind of held.filter((k) => k !== o.kind)) {
     note(`${quote(o.key)} is held as a ${kind === "rw" ? "read-write lock" : kind}: use --kind ${kind} to release that`);

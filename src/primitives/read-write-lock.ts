@@ -1,15 +1,13 @@
 /**
- * A read-write lock: many readers or one writer. A waiting writer holds new readers back, so a
- * stream of readers cannot starve it. A flow holding the write side may also read (re-entry);
- * a flow holding only the read side must not take the write side (it would wait for itself).
+ * A read-write lock: many readers or one writer, served in arrival order (a writer waits for the
+ * readers ahead of it, and readers behind a waiting writer wait for it). A flow that holds the
+ * write side reads without waiting; a flow that holds a read reads again without waiting behind
+ * a waiting writer; a flow that holds only a read and asks for the write side would wait for
+ * itself, so that is refused at once (DeadlockError).
  */
-import type { Context } from "../context.js";
-import { now } from "../clock.js";
-import type { LockKeys } from "../keys.js";
-import { Hold } from "../lease.js";
-import type { Ticket } from "../store.js";
-import type { Attempt } from "../waiting.js";
-import { Lockable } from "./lockable.js";
+import type { Runtime } from "../runtime.js";
+import { Lock, type Reentry } from "./lock.js";
+import type { Section } from "./sections.js";
 
 /** Options of `Surelock.readWriteLock()`. */
 export interface ReadWriteLockOptions {
@@ -17,54 +15,45 @@ export interface ReadWriteLockOptions {
   readonly ttl?: number;
 }
 
-/** How long a refused writer's claim keeps new readers out; its next attempt renews it. */
-const WRITER_MARK_MS = 2_000;
+const INTERNAL = Symbol("surelock.rw");
 
 /** The read or the write side of a ReadWriteLock, used like a Mutex. */
-export class ReadWriteSide extends Lockable {
+export class ReadWriteSide extends Lock {
   /** Which side this is. */
   readonly mode: "read" | "write";
-  /** @internal */
-  protected readonly lockId: string;
-  /** @internal */
-  protected readonly lineId: string;
-  /** @internal */
-  protected readonly channel: string;
-  /** @internal */
-  protected readonly reentrant: boolean;
-  /** @internal */
-  protected override readonly queued: boolean;
-  /** @internal */
-  protected readonly kind = "rw";
-  readonly #keys: LockKeys;
 
-  /** @internal */
-  constructor(ctx: Context, key: string, ttlMs: number, mode: "read" | "write") {
-    super(ctx, key, ttlMs);
+  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number, mode: "read" | "write") {
+    if (token !== INTERNAL) throw new TypeError("use Surelock.readWriteLock()");
+    const keys = rt.keys.shared(key, "rw");
+    super(rt, {
+      key,
+      target: { family: "shared", keys, limit: 0 },
+      lockId: keys.state,
+      channel: keys.channel,
+      mode: mode === "read" ? "r" : "w",
+      permits: 1,
+      ttlMs,
+      sharesByOwner: mode === "write",
+      reentry: mode === "read" ? readAgain : writeAgain,
+    });
     this.mode = mode;
-    this.#keys = ctx.keys.of(key, "rw");
-    // Both sides share the re-entry identity, so a read nested in a write joins its owner.
-    this.lockId = this.#keys.lock;
-    this.lineId = `${this.#keys.lock}:${mode}`;
-    this.channel = this.#keys.channel;
-    this.reentrant = mode === "write";
-    // Writers queue among themselves; readers are held back by a waiting writer's mark instead.
-    this.queued = mode === "write";
   }
 
   /** @internal */
-  protected async attempt(owner: string, ticket: Ticket | undefined): Promise<Attempt<Hold>> {
-    const sentAt = now();
-    const k = this.#keys;
-    if (this.mode === "write") {
-      const reply = await this.ctx.store.acquireExclusive(k, { owner, ttlMs: this.ttlMs, writerMarkMs: WRITER_MARK_MS, ...(ticket && { ticket }) });
-      return this.held(reply, (token) => new Hold(k, k.lock, "h", owner, token, this.ttlMs, sentAt), owner);
-    }
-    const inherited = this.ctx.reentrancy.ownerOf(this.lockId) ?? owner;
-    const member = `${inherited}:${this.ctx.newOwner()}`;
-    const reply = await this.ctx.store.acquireShared(k, { member, owner: inherited, ttlMs: this.ttlMs, permits: 0, writer: k });
-    return this.held(reply, (token) => new Hold(k, k.shared, "z", member, token, this.ttlMs, sentAt), owner);
+  static _create(rt: Runtime, key: string, ttlMs: number, mode: "read" | "write"): ReadWriteSide {
+    return new ReadWriteSide(INTERNAL, rt, key, ttlMs, mode);
   }
+}
+
+/** A read inside a read or write section gets a read hold of its own, let in past the queue. */
+function readAgain(section: Section | undefined): Reentry {
+  return section ? { kind: "nested", via: section.lease._hold.ref.hold } : { kind: "fresh" };
+}
+
+function writeAgain(section: Section | undefined): Reentry {
+  if (!section) return { kind: "fresh" };
+  if (section.mode === "w") return { kind: "join", hold: section.lease._hold.ref.hold };
+  return { kind: "deadlock", why: "this flow holds the read side and asked for the write side, which would wait for itself (release the read first)" };
 }
 
 /** Many readers or one writer on one key: `read()` and `write()` are used like a Mutex. */
@@ -74,11 +63,16 @@ export class ReadWriteLock {
   readonly #read: ReadWriteSide;
   readonly #write: ReadWriteSide;
 
-  /** @internal Use `Surelock.readWriteLock()`. */
-  constructor(ctx: Context, key: string, ttlMs: number) {
+  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number) {
+    if (token !== INTERNAL) throw new TypeError("use Surelock.readWriteLock()");
     this.key = key;
-    this.#read = new ReadWriteSide(ctx, key, ttlMs, "read");
-    this.#write = new ReadWriteSide(ctx, key, ttlMs, "write");
+    this.#read = ReadWriteSide._create(rt, key, ttlMs, "read");
+    this.#write = ReadWriteSide._create(rt, key, ttlMs, "write");
+  }
+
+  /** @internal Use `Surelock.readWriteLock()`. */
+  static _create(rt: Runtime, key: string, ttlMs: number): ReadWriteLock {
+    return new ReadWriteLock(INTERNAL, rt, key, ttlMs);
   }
 
   /** The shared side: any number of readers while no one writes. */

@@ -1,53 +1,45 @@
-/** A counting semaphore: up to `permits` holders at once. */
-import type { Context } from "../context.js";
-import { now } from "../clock.js";
-import type { LockKeys } from "../keys.js";
-import { Hold } from "../lease.js";
-import type { Attempt } from "../waiting.js";
-import { Lockable } from "./lockable.js";
+/** A counting semaphore: up to `permits` permits held at once. */
+import type { Runtime } from "../runtime.js";
+import { Lock } from "./lock.js";
 
 /** Options of `Surelock.semaphore()`. */
 export interface SemaphoreOptions {
-  /** How many holders may hold it at once (required). */
+  /** How many permits the semaphore has (required); stored with it in Redis. */
   readonly permits: number;
   /** Lease length in ms (default: the Surelock's `ttl`). */
   readonly ttl?: number;
 }
 
-/**
- * A semaphore of `permits` leases. Not reentrant: every acquisition takes a permit of its own
- * (a flow that nests acquisitions beyond `permits` waits for itself). All holders of one key
- * must agree on `permits`.
- */
-export class Semaphore extends Lockable {
-  /** How many holders may hold it at once. */
-  readonly permits: number;
-  /** @internal */
-  protected readonly lockId: string;
-  /** @internal */
-  protected readonly lineId: string;
-  /** @internal */
-  protected readonly channel: string;
-  /** @internal */
-  protected readonly reentrant = false;
-  /** @internal */
-  protected readonly kind = "sem";
-  readonly #keys: LockKeys;
+const INTERNAL = Symbol("surelock.semaphore");
 
-  /** @internal Use `Surelock.semaphore()`. */
-  constructor(ctx: Context, key: string, ttlMs: number, permits: number) {
-    super(ctx, key, ttlMs);
+/**
+ * A semaphore of `permits` permits. Not reentrant: every acquisition takes a permit of its own
+ * (a flow that nests acquisitions beyond `permits` waits for itself). Its limit is stored with it:
+ * a caller that asks for another number gets a ConflictError.
+ */
+export class Semaphore extends Lock {
+  /** How many permits the semaphore has. */
+  readonly permits: number;
+
+  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number, permits: number) {
+    if (token !== INTERNAL) throw new TypeError("use Surelock.semaphore()");
+    const keys = rt.keys.shared(key, "sem");
+    super(rt, {
+      key,
+      target: { family: "shared", keys, limit: permits },
+      lockId: keys.holders,
+      channel: keys.channel,
+      mode: "s",
+      permits: 1,
+      ttlMs,
+      sharesByOwner: false,
+      reentry: () => ({ kind: "fresh" }),
+    });
     this.permits = permits;
-    this.#keys = ctx.keys.of(key, "sem");
-    this.lockId = this.lineId = this.#keys.shared;
-    this.channel = this.#keys.channel;
   }
 
-  /** @internal */
-  protected async attempt(owner: string): Promise<Attempt<Hold>> {
-    const member = `${owner}:${this.ctx.newOwner()}`;
-    const sentAt = now();
-    const reply = await this.ctx.store.acquireShared(this.#keys, { member, owner, ttlMs: this.ttlMs, permits: this.permits });
-    return this.held(reply, (token) => new Hold(this.#keys, this.#keys.shared, "z", member, token, this.ttlMs, sentAt), owner);
+  /** @internal Use `Surelock.semaphore()`. */
+  static _create(rt: Runtime, key: string, ttlMs: number, permits: number): Semaphore {
+    return new Semaphore(INTERNAL, rt, key, ttlMs, permits);
   }
 }

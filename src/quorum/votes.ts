@@ -1,48 +1,44 @@
-/** Fan-out: run one operation on every node at once and collect each node's vote. */
+/**
+ * The voting rules of quorum mode, as pure functions over the nodes' answers: no I/O here, so
+ * every rule is tested with made-up votes (test/quorum/votes.test.ts), and the quorum store only
+ * sends, collects and acts on what these decide.
+ */
 import type { NodeOutcome } from "../errors.js";
-import type { SingleStore } from "../store.js";
+import type { AcquireResult, HoldState, ReleaseResult } from "../store/types.js";
 
 /** One node's answer: its value, or the error that kept it from answering. */
-export type Vote<T> = { readonly node: SingleStore; readonly ok: true; readonly value: T } | { readonly node: SingleStore; readonly ok: false; readonly error: Error };
+export type Vote<T> =
+  | { readonly node: number; readonly ok: true; readonly value: T }
+  | { readonly node: number; readonly ok: false; readonly error: Error };
+
+/** N/2+1. */
+export const majorityOf = (n: number): number => Math.floor(n / 2) + 1;
 
 /**
- * Runs `op` on every node in parallel and waits for all of them. Each node is bounded by its own
- * command timeout (the endpoint's deadline), so a dead or partitioned node costs at most that.
+ * Runs `op` on every node at once. Settles as soon as `decide(votesSoFar)` returns a decision, or
+ * when every node has answered; each vote that arrives after that goes to `late`.
  */
-export function fanOut<T>(nodes: readonly SingleStore[], op: (node: SingleStore) => Promise<T>): Promise<Vote<T>[]> {
-  return Promise.all(
-    nodes.map((node) =>
-      op(node).then(
-        (value): Vote<T> => ({ node, ok: true, value }),
-        (error: unknown): Vote<T> => ({ node, ok: false, error: error instanceof Error ? error : new Error(String(error)) }),
-      ),
-    ),
-  );
-}
-
-/**
- * Like fanOut, but settles as soon as `enough(votesSoFar)` holds, without waiting for the slower
- * nodes; each vote that arrives after that goes to `late` (so the caller can keep or undo it).
- */
-export function fanOutUntil<T>(
-  nodes: readonly SingleStore[],
-  op: (node: SingleStore) => Promise<T>,
-  enough: (votes: readonly Vote<T>[]) => boolean,
-  late: (vote: Vote<T>) => void,
-): Promise<Vote<T>[]> {
+export function fanOut<T, D>(
+  count: number,
+  op: (node: number) => Promise<T>,
+  decide: (votes: readonly Vote<T>[], all: boolean) => D | undefined,
+  late: (vote: Vote<T>) => void = () => {},
+): Promise<{ decision: D; votes: Vote<T>[] }> {
   return new Promise((resolve) => {
     const votes: Vote<T>[] = [];
     let settled = false;
     const collect = (vote: Vote<T>): void => {
       if (settled) return late(vote);
       votes.push(vote);
-      if (votes.length === nodes.length || enough(votes)) {
-        settled = true;
-        // In the nodes' order, as fanOut gives them (errors list the nodes in that order).
-        resolve([...votes].sort((a, b) => nodes.indexOf(a.node) - nodes.indexOf(b.node)));
-      }
+      const all = votes.length === count;
+      const decision = decide(votes, all);
+      if (decision === undefined && !all) return;
+      settled = true;
+      // In the nodes' order, as errors list them.
+      const ordered = [...votes].sort((a, b) => a.node - b.node);
+      resolve({ decision: decision ?? (decide(ordered, true) as D), votes: ordered });
     };
-    for (const node of nodes) {
+    for (let node = 0; node < count; node++) {
       op(node).then(
         (value) => collect({ node, ok: true, value }),
         (error: unknown) => collect({ node, ok: false, error: error instanceof Error ? error : new Error(String(error)) }),
@@ -51,17 +47,103 @@ export function fanOutUntil<T>(
   });
 }
 
-/** N/2+1. */
-export const majorityOf = (n: number): number => Math.floor(n / 2) + 1;
+/** How an acquire on N nodes came out. */
+export type AcquireDecision =
+  /** A majority holds one hold: `hold`, with the largest token among its votes. */
+  | { readonly outcome: "won"; readonly hold: string; readonly token: bigint; readonly entered: boolean }
+  /** Everyone answering holds it elsewhere: wait for a release, at most `waitMs`. */
+  | { readonly outcome: "busy"; readonly waitMs: number }
+  /** Some nodes said yes, not a majority: undo, pause at random, try again. */
+  | { readonly outcome: "split" }
+  /** The hold to re-enter is gone on a majority. */
+  | { readonly outcome: "gone" }
+  | { readonly outcome: "conflict"; readonly limit: number }
+  /** Too few nodes answered to ever decide. */
+  | { readonly outcome: "unreachable" };
 
 /**
- * Each node's outcome, for QuorumError. `refusal` says why an answer did not count as a yes
- * (for example "held by another owner"), or undefined when it did.
+ * Decides an acquire from the votes so far; undefined while it is still open. A majority of yes
+ * votes for one hold wins at once; it is lost as soon as the missing votes could not make one.
  */
-export function outcomes<T>(votes: readonly Vote<T>[], refusal: (value: T) => string | undefined): NodeOutcome[] {
+export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, all: boolean): AcquireDecision | undefined {
+  const m = majorityOf(n);
+  const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean }>();
+  for (const v of votes) {
+    if (!v.ok || (v.value.status !== "founded" && v.value.status !== "entered")) continue;
+    const group = byHold.get(v.value.ref.hold) ?? { token: v.value.ref.token, count: 0, entered: 0, agree: true };
+    group.count++;
+    if (v.value.status === "entered") group.entered++;
+    if (v.value.ref.token !== group.token) group.agree = false;
+    if (v.value.ref.token > group.token) group.token = v.value.ref.token;
+    byHold.set(v.value.ref.hold, group);
+  }
+  for (const [hold, g] of byHold) {
+    // Counters that agree (the usual case) settle with the fastest majority; counters that
+    // disagree wait for every node, so the largest token is chosen and every counter raised to it.
+    if (g.count >= m && (g.agree || all)) return { outcome: "won", hold, token: g.token, entered: g.entered >= m };
+  }
+  if (!all && [...byHold.values()].some((g) => g.count >= m)) return undefined;
+  const missing = n - votes.length;
+  const best = Math.max(0, ...[...byHold.values()].map((g) => g.count));
+  if (!all && best + missing >= m) return undefined;
+  const answered = votes.filter((v) => v.ok);
+  const count = (status: AcquireResult["status"]): number => answered.filter((v) => v.ok && v.value.status === status).length;
+  if (count("conflict") > 0) {
+    const first = answered.find((v) => v.ok && v.value.status === "conflict");
+    if (first?.ok && first.value.status === "conflict") return { outcome: "conflict", limit: first.value.limit };
+  }
+  if (count("gone") >= m) return { outcome: "gone" };
+  // Too few nodes answer to ever decide: wait for the rest (each bounded by its timeout), so the
+  // error can say what every node answered.
+  if (answered.length + missing < m) return all ? { outcome: "unreachable" } : undefined;
+  if (byHold.size > 0) return { outcome: "split" };
+  if (!all && answered.length < m) return undefined;
+  // How long until enough of the holders' leases would have run out.
+  const waits = answered.flatMap((v) => (v.ok && v.value.status === "busy" ? [v.value.waitMs] : [])).sort((a, b) => a - b);
+  return { outcome: "busy", waitMs: waits[m - 1] ?? waits[waits.length - 1] ?? 0 };
+}
+
+/** How a release on N nodes came out: decided, or open (too few answers to tell). */
+export function decideRelease(votes: readonly Vote<ReleaseResult>[], n: number): ReleaseResult | undefined {
+  const m = majorityOf(n);
+  const gave = votes.filter((v) => v.ok && v.value.status !== "gone" && v.value.status !== "taken");
+  if (gave.length >= m) {
+    return gave.some((v) => v.ok && v.value.status === "held") ? { status: "held" } : { status: "released" };
+  }
+  if (undecided(votes, n, gave.length)) return undefined;
+  const taken = votes.filter((v) => v.ok && v.value.status === "taken").length;
+  return taken >= m ? { status: "taken" } : { status: "gone" };
+}
+
+/** A hold's state on N nodes: held by a majority, taken if a majority saw another hold, else gone. */
+export function decideHold(votes: readonly Vote<HoldState>[], n: number): HoldState | undefined {
+  const m = majorityOf(n);
+  const held = votes.filter((v) => v.ok && v.value === "held").length;
+  if (held >= m) return "held";
+  if (undecided(votes, n, held)) return undefined;
+  return votes.filter((v) => v.ok && v.value === "taken").length >= m ? "taken" : "gone";
+}
+
+/**
+ * Too few answers to tell yes from no: the nodes that did not answer could still make a majority
+ * either way. That calls for asking again, or a QuorumError, never a verdict.
+ */
+export function undecided(votes: readonly Vote<unknown>[], n: number, yes: number): boolean {
+  const m = majorityOf(n);
+  const answered = votes.filter((v) => v.ok).length;
+  const missing = n - answered;
+  return answered < m || (yes < m && yes + missing >= m);
+}
+
+/**
+ * Each node's outcome, for QuorumError. `refusal` says why an answer did not count as a yes, or
+ * undefined when it did.
+ */
+export function outcomes<T>(votes: readonly Vote<T>[], names: readonly string[], refusal: (value: T) => string | undefined): NodeOutcome[] {
   return votes.map((v) => {
-    if (!v.ok) return { node: v.node.name, ok: false, error: v.error };
+    const node = names[v.node] ?? String(v.node);
+    if (!v.ok) return { node, ok: false, error: v.error };
     const why = refusal(v.value);
-    return why === undefined ? { node: v.node.name, ok: true } : { node: v.node.name, ok: false, error: new Error(why) };
+    return why === undefined ? { node, ok: true } : { node, ok: false, error: new Error(why) };
   });
 }

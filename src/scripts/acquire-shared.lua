@@ -1,34 +1,85 @@
--- acquire-shared.lua: take a semaphore permit, or a read-write lock's read side.
--- KEYS[1] zset member -> lease deadline (server ms), KEYS[2] fencing counter,
--- KEYS[3] writer's holder hash (read locks; missing for a semaphore), KEYS[4] writer-waiting mark
--- ARGV[1] member (unique per acquisition), ARGV[2] ttl ms, ARGV[3] counter retention ms,
--- ARGV[4] permits (0: unlimited, for readers), ARGV[5] owner (a writer with this owner lets us in)
--- Invariant: live members never number more than the permits; a lapsed member counts for
--- nothing; no reader enters while another owner writes or a writer is waiting; every key has a PTTL.
--- Returns {1, token} acquired, {0, ms until a slot may free} otherwise.
-local holders, fence, writer, mark = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local member, ttl, keep = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local permits, owner = tonumber(ARGV[4]), ARGV[5]
+-- acquire-shared.lua: take semaphore permits or a read-write lock's read or write side, re-enter
+-- a write, or stand in the lock's queue.
+-- KEYS: state, holders, entries, queue, tickets
+-- ARGV: owner, hold, entry, ttl, mode, permits, limit, join, ticketLease, keep
+-- `mode` 's' (permits of a semaphore whose limit is `limit`), 'r' or 'w' (read-write lock).
+-- `join`: '' fresh; '*' enter the write hold `owner` has, or found one; else a live hold of the
+-- caller's own flow: the write hold to re-enter (mode 'w'), or the read or write hold under which
+-- a nested read (mode 'r') is let in past the queue and the writer. `keep`: how long the state
+-- outlives its last hold (ms).
+-- Invariant: live holds never take more than the limit and a writer is alone but for its own
+-- flow's reads; a hold is founded only with no live ticket ahead of the caller's (nested reads
+-- excepted: their flow already holds the lock); an entry is recorded once, so a replayed call
+-- answers what the first run answered; every key keeps a PTTL covering its live holds.
+-- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered; {0, wait ms, position}
+-- busy (position -1: not queued); {-1} the hold to join is gone; {-2, limit} the semaphore is
+-- stored with another limit.
+--@include lib/clock.lua
+--@include lib/counter.lua
+--@include lib/queue.lua
+--@include lib/shared.lua
+local ttlMs, take, leaseMs, keepMs = tonumber(ttl), tonumber(permits), tonumber(ticketLease), tonumber(keep)
+prune(state, holders, entries)
 
-local now = redis.call('TIME')
-local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', holders, '-inf', nowMs)
-
-local writerOwner = redis.call('HGET', writer, 'o')
-if writerOwner and writerOwner ~= owner then return {0, redis.call('PTTL', writer)} end
-if (not writerOwner) and redis.call('EXISTS', mark) == 1 and redis.call('GET', mark) ~= owner then
-  return {0, redis.call('PTTL', mark)}
-end
-if permits > 0 and redis.call('ZCARD', holders) >= permits then
-  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')
-  return {0, tonumber(first[2]) - nowMs}
+local function live(id)
+  local deadline = tonumber(redis.call('ZSCORE', holders, id))
+  if deadline and deadline > 0 then return recordOf(state, id), deadline - nowMs() end
+  return nil
 end
 
-if redis.call('EXISTS', fence) == 0 then
-  redis.call('SET', fence, now[1] .. string.format('%06d', tonumber(now[2])))
+-- A replay: the fresh hold exists already, or this re-entry was recorded.
+if entry == hold then
+  local r, pttl = live(hold)
+  if r then return {1, r.token, hold, pttl} end
+else
+  local of = redis.call('HGET', entries, entry)
+  if of then
+    local r, pttl = live(of)
+    if r then return {2, r.token, of, pttl} end
+  end
 end
-local token = redis.call('INCR', fence)
-redis.call('PEXPIRE', fence, keep)
-redis.call('ZADD', holders, nowMs + ttl, member)
-if redis.call('PTTL', holders) < ttl then redis.call('PEXPIRE', holders, ttl) end
-return {1, token}
+
+if mode == 's' then
+  local stored = redis.call('HGET', state, 'p')
+  if stored and stored ~= limit then return {-2, tonumber(stored)} end
+  if not stored then redis.call('HSET', state, 'p', limit) end
+end
+
+local function enter(r, pttl)
+  r.n = r.n + 1
+  writeRecord(state, r)
+  redis.call('HSET', entries, entry, r.id)
+  return {2, r.token, r.id, pttl}
+end
+
+local function founded()
+  local token = foundShared(state, holders, entries, hold, owner, mode, take, ttlMs)
+  touch(state, holders, entries, keepMs)
+  return {1, token, hold, ttlMs}
+end
+
+if join == '*' then
+  local writer = redis.call('HGET', state, 'w')
+  local w, pttl = nil, 0
+  if writer then w, pttl = live(writer) end
+  if w and w.owner == owner then return enter(w, pttl) end
+elseif join ~= '' then
+  local r, pttl = live(join)
+  if not r then return {-1} end
+  if mode == 'w' then return enter(r, pttl) end
+  return founded()
+end
+
+local head = liveHead(queue, tickets)
+if (not head or head.id == hold) and fits(state, holders, mode, take, owner) then
+  if head then serveHead(queue, tickets, hold) end
+  return founded()
+end
+-- How long until a hold may free a place: the earliest live deadline (0 if only the queue is ahead).
+local first = redis.call('ZRANGEBYSCORE', holders, '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local waitMs = 0
+if first[2] and not head then waitMs = tonumber(first[2]) - nowMs() end
+local position = -1
+if leaseMs > 0 then position = stand(queue, tickets, hold, leaseMs, ttlMs, take, mode, owner) end
+touch(state, holders, entries, keepMs)
+return {0, waitMs, position}

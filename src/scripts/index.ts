@@ -1,64 +1,225 @@
 /**
- * The Lua scripts (embedded from src/scripts/*.lua with their SHA1) and the parsers of their
- * replies: every reply's shape is checked, and one we do not understand is a ConnectionError,
- * never a guess. The stores (src/store.ts, src/quorum/) build the KEYS and ARGV.
+ * The scripts, each defined once: its source and SHA (generated from src/scripts/*.lua), its
+ * calling convention (KEYS and ARGV by the names its header declares), how its reply is read, and
+ * whether its write must reach replicas. Every store, the guard, the CLI and the script tests call
+ * scripts through these bindings; a reply we do not understand is a ScriptError, never a guess.
  */
-import { ConnectionError } from "../errors.js";
+import type { RedisArg } from "../adapters/types.js";
+import { ScriptError } from "../errors.js";
 import { LUA } from "./lua.generated.js";
 
-export { LUA };
+type Source = (typeof LUA)[keyof typeof LUA];
 
-/** Reply of the acquire scripts: a first entry, a re-entry, or busy (with a hint how long). */
+/** One script, as the endpoint sends it. */
+export interface Script<R> {
+  readonly name: string;
+  readonly sha: string;
+  readonly lua: string;
+  /**
+   * Whether its write grants, prolongs or fences a right: with the `replicas` option it is
+   * followed by WAIT and fails unless enough replicas have it. Releases and departures are not:
+   * losing one in a failover only keeps a lock until its ttl.
+   */
+  readonly acknowledged: boolean;
+  parse(reply: unknown): R;
+}
+
+/** A script with its KEYS and ARGV, ready to send. */
+export interface ScriptCall<R> {
+  readonly script: Script<R>;
+  readonly keys: readonly string[];
+  readonly args: readonly RedisArg[];
+}
+
+/** A script bound to its header: `call` takes KEYS and ARGV as records of the declared names. */
+export interface Binding<S extends Source, R> extends Script<R> {
+  call(
+    keys: Record<S["keys"][number], string>,
+    args: Record<S["args"][number], RedisArg>,
+    rest?: { readonly keys?: readonly string[]; readonly args?: readonly RedisArg[] },
+  ): ScriptCall<R>;
+}
+
+function bind<S extends Source, R>(source: S, acknowledged: boolean, parse: (reply: unknown) => R): Binding<S, R> {
+  const script: Binding<S, R> = {
+    name: source.name,
+    sha: source.sha,
+    lua: source.lua,
+    acknowledged,
+    parse,
+    call(keys, args, rest) {
+      return {
+        script,
+        keys: [...source.keys.map((k: S["keys"][number]) => keys[k]), ...(rest?.keys ?? [])],
+        args: [...source.args.map((a: S["args"][number]) => args[a]), ...(rest?.args ?? [])],
+      };
+    },
+  };
+  return script;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies
+
+function unexpected(script: string, reply: unknown): never {
+  throw new ScriptError(`unexpected reply from ${script}.lua: ${JSON.stringify(reply)}`);
+}
+
+/** The reply as an array whose first element is an integer code. */
+function coded(script: string, reply: unknown): [number, ...unknown[]] {
+  if (!Array.isArray(reply) || typeof reply[0] !== "number") unexpected(script, reply);
+  return reply as [number, ...unknown[]];
+}
+
+function int(script: string, reply: unknown, value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value)) unexpected(script, reply);
+  return value;
+}
+
+function text(script: string, reply: unknown, value: unknown): string {
+  if (typeof value !== "string") unexpected(script, reply);
+  return value;
+}
+
+/** What an acquire attempt got. */
 export type AcquireReply =
-  | { readonly status: "acquired" | "reentered"; readonly token: bigint }
-  | { readonly status: "busy"; readonly retryInMs: number; readonly position?: number };
+  | { readonly status: "founded" | "entered"; readonly token: bigint; readonly hold: string; readonly pttlMs: number }
+  | { readonly status: "busy"; readonly waitMs: number; readonly position: number }
+  | { readonly status: "gone" }
+  | { readonly status: "conflict"; readonly limit: number };
 
-/** Reply of release: freed, still held by our other entries, gone, or held by another owner. */
-export type ReleaseReply = "freed" | "decremented" | "gone" | "taken";
-
-/** Reply of extend / renew / is-held for one lease. */
-export type LeaseState = "held" | "gone" | "taken";
-
-function bad(script: string, reply: unknown): never {
-  throw new ConnectionError(`unexpected reply from ${script}.lua: ${JSON.stringify(reply)}`);
+function parseAcquire(script: string): (reply: unknown) => AcquireReply {
+  return (reply) => {
+    const [code, a, b, c] = coded(script, reply);
+    if (code === 1 || code === 2) {
+      return {
+        status: code === 1 ? "founded" : "entered",
+        token: BigInt(int(script, reply, a)),
+        hold: text(script, reply, b),
+        pttlMs: int(script, reply, c),
+      };
+    }
+    // A PTTL of -1/-2 (no expiry / no key) only means "try again soon".
+    if (code === 0) return { status: "busy", waitMs: Math.max(0, int(script, reply, a)), position: int(script, reply, b) };
+    if (code === -1) return { status: "gone" };
+    if (code === -2) return { status: "conflict", limit: int(script, reply, a) };
+    return unexpected(script, reply);
+  };
 }
 
-function pair(script: string, reply: unknown): [number, number] {
-  if (!Array.isArray(reply) || typeof reply[0] !== "number" || typeof reply[1] !== "number") bad(script, reply);
-  return [reply[0] as number, reply[1] as number];
+/** The lock handed to a queued waiter by the release that freed it. */
+export interface Grant {
+  readonly ticket: string;
+  readonly token: bigint;
+  /** The granted hold's PTTL, ms, when it was founded. */
+  readonly pttlMs: number;
 }
 
-export function parseAcquire(reply: unknown): AcquireReply {
-  const [code, value] = pair("acquire", reply);
-  if (code === 1 || code === 2) return { status: code === 1 ? "acquired" : "reentered", token: BigInt(value) };
-  if (code === 0) {
-    const position = (reply as unknown[])[2];
-    // A PTTL of -1/-2 (no expiry / no key) just means "try again soon".
-    const busy = { status: "busy" as const, retryInMs: Math.max(0, value) };
-    return typeof position === "number" ? { ...busy, position } : busy;
-  }
-  return bad("acquire", reply);
+/** What a release did. */
+export type ReleaseReply =
+  | { readonly status: "held"; readonly entries: number }
+  | { readonly status: "freed"; readonly grants: readonly Grant[] }
+  | { readonly status: "released" }
+  | { readonly status: "gone" }
+  | { readonly status: "taken" };
+
+function parseRelease(script: string): (reply: unknown) => ReleaseReply {
+  return (reply) => {
+    const [code, ...rest] = coded(script, reply);
+    switch (code) {
+      case 2: return { status: "held", entries: int(script, reply, rest[0]) };
+      case 3: return { status: "released" };
+      case 0: return { status: "gone" };
+      case -1: return { status: "taken" };
+      case 1: {
+        if (rest.length % 3 !== 0) unexpected(script, reply);
+        const grants: Grant[] = [];
+        for (let i = 0; i < rest.length; i += 3) {
+          grants.push({
+            ticket: text(script, reply, rest[i]),
+            token: BigInt(int(script, reply, rest[i + 1])),
+            pttlMs: int(script, reply, rest[i + 2]),
+          });
+        }
+        return { status: "freed", grants };
+      }
+      default: return unexpected(script, reply);
+    }
+  };
 }
 
-export function parseRelease(reply: unknown): ReleaseReply {
-  const [code] = pair("release", reply);
-  switch (code) {
-    case 1: return "freed";
-    case 2: return "decremented";
-    case 0: return "gone";
-    case -1: return "taken";
-    default: return bad("release", reply);
-  }
-}
+/** A hold as Redis sees it. */
+export type HoldState = "held" | "gone" | "taken";
 
-export function parseLeaseState(script: string, reply: unknown): LeaseState {
+export function holdState(script: string, reply: unknown): HoldState {
   if (reply === 1) return "held";
   if (reply === 0) return "gone";
   if (reply === -1) return "taken";
-  return bad(script, reply);
+  return unexpected(script, reply);
 }
 
-export function parseStates(reply: unknown, count: number): LeaseState[] {
-  if (!Array.isArray(reply) || reply.length !== count) bad("renew-batch", reply);
-  return (reply as unknown[]).map((r) => parseLeaseState("renew-batch", r));
+/** What a ticket refresh found. */
+export type TicketState =
+  | { readonly status: "granted"; readonly token: bigint; readonly pttlMs: number }
+  | { readonly status: "turn" }
+  | { readonly status: "queued"; readonly position: number };
+
+export function ticketState(reply: unknown): TicketState {
+  const [code, a, b] = coded("keepalive", reply);
+  if (code === 1) return { status: "granted", token: BigInt(int("keepalive", reply, a)), pttlMs: int("keepalive", reply, b) };
+  if (code === 2) return { status: "turn" };
+  if (code === 0) return { status: "queued", position: int("keepalive", reply, a) };
+  return unexpected("keepalive", reply);
 }
+
+/** Outcome of a guarded write. */
+export type GuardReply =
+  | { readonly status: "written"; readonly reply: unknown }
+  | { readonly status: "refused"; readonly highestToken: bigint }
+  | { readonly status: "replayed" };
+
+function parseGuard(reply: unknown): GuardReply {
+  const [code, value] = coded("guard-write", reply);
+  if (code === 1) return { status: "written", reply: value };
+  if (code === 0) return { status: "refused", highestToken: BigInt(text("guard-write", reply, value)) };
+  if (code === 2) return { status: "replayed" };
+  return unexpected("guard-write", reply);
+}
+
+/** A JSON document (the CLI's scripts answer with one). */
+function parseJson(script: string): (reply: unknown) => unknown {
+  return (reply) => {
+    if (typeof reply !== "string") unexpected(script, reply);
+    try {
+      return JSON.parse(reply) as unknown;
+    } catch {
+      return unexpected(script, reply);
+    }
+  };
+}
+
+function parseArray(script: string): (reply: unknown) => unknown[] {
+  return (reply) => (Array.isArray(reply) ? reply : unexpected(script, reply));
+}
+
+function parseInt(script: string): (reply: unknown) => number {
+  return (reply) => int(script, reply, reply);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bindings
+
+export const scripts = {
+  acquire: bind(LUA.acquire, true, parseAcquire("acquire")),
+  release: bind(LUA.release, false, parseRelease("release")),
+  leaveQueue: bind(LUA.leaveQueue, false, parseInt("leave-queue")),
+  acquireShared: bind(LUA.acquireShared, true, parseAcquire("acquire-shared")),
+  releaseShared: bind(LUA.releaseShared, false, parseRelease("release-shared")),
+  leaveQueueShared: bind(LUA.leaveQueueShared, false, parseInt("leave-queue-shared")),
+  keepalive: bind(LUA.keepalive, true, parseArray("keepalive")),
+  check: bind(LUA.check, false, (reply) => holdState("check", reply)),
+  raiseFence: bind(LUA.raiseFence, true, parseInt("raise-fence")),
+  guardWrite: bind(LUA.guardWrite, true, parseGuard),
+  inspect: bind(LUA.inspect, false, parseJson("inspect")),
+  forceRelease: bind(LUA.forceRelease, false, parseJson("force-release")),
+} as const;

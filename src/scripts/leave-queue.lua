@@ -1,17 +1,25 @@
--- leave-queue.lua: a fair waiter gives up (timeout or abort) and takes its ticket out.
--- KEYS[1] holder hash, KEYS[2] queue list, KEYS[3] waiter deadlines zset, KEYS[4] channel
--- ARGV[1] waiter id, ARGV[2] publish command (PUBLISH or SPUBLISH)
--- Invariant: a departed waiter never stays at the head of the queue; if it was the head of a
--- free lock, the next waiter is told at once instead of at its next refresh.
--- Returns 1 if the ticket was there, 0 if not.
-local lock, queue, deadlines, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local waiter, publish = ARGV[1], ARGV[2]
-
-local wasHead = redis.call('LINDEX', queue, 0) == waiter
-local removed = redis.call('ZREM', deadlines, waiter)
-redis.call('LREM', queue, 1, waiter)
-if wasHead and redis.call('EXISTS', lock) == 0 then
-  local nextWaiter = redis.call('LINDEX', queue, 0)
-  if nextWaiter then redis.call(publish, channel, nextWaiter) end
+-- leave-queue.lua: a waiter of a mutex gives up (timeout, abort, close, or an attempt whose
+-- answer was lost) and leaves the lock as if it had never asked.
+-- KEYS: lock, queue, tickets, channel
+-- ARGV: ticket, keep, grant, publish
+-- Invariant: afterwards the ticket neither stands in line nor holds the lock — a hold founded for
+-- it (a grant that crossed its departure, or its own attempt whose answer was lost) is given back
+-- and handed on; running it again changes nothing.
+-- Returns 2 gave back a hold, 1 left the line, 0 was nowhere.
+--@include lib/clock.lua
+--@include lib/counter.lua
+--@include lib/queue.lua
+--@include lib/exclusive.lua
+if redis.call('HGET', lock, 'h') == ticket then
+  -- Founded for it and never used by it: only its founding entry can exist.
+  redis.call('HDEL', lock, 'o', 'h', 't', 'n', '@' .. ticket)
+  handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)
+  return 2
 end
-return removed
+local stood = redis.call('HDEL', tickets, ticket)
+redis.call('LREM', queue, 1, ticket)
+-- It may have been the head that a free lock (whose holder expired) was waiting for: serve the next.
+if stood == 1 and redis.call('HEXISTS', lock, 'o') == 0 then
+  handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)
+end
+return stood

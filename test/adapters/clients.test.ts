@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
-import { LockLostError, Surelock } from "../../src/index.js";
+import { LockLostError, Surelock, type RedisClient } from "../../src/index.js";
 import { aborted, assertEveryKeyExpires, eventually, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
@@ -43,7 +43,7 @@ describe("with an ioredis client created with lazyConnect", () => {
     try {
       const holder = await locks.mutex("lazy").acquire();
       const waiter = locks.mutex("lazy").acquire();
-      const channel = "surelock:{lazy}:released";
+      const channel = "surelock:{lazy}:wake";
       await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", channel)) as [string, number])[1]) === 1,
         1_000, "the waiter's subscription (a lazy wake-up connection would wait out a 2 s ready timeout)");
       await holder.release();
@@ -61,7 +61,7 @@ for (const kind of kinds) {
     const closers: (() => Promise<void>)[] = [];
     const locksFor = async (options: { ttl?: number; commandTimeout?: number } = {}): Promise<Surelock> => {
       const { client, close } = await kind.make(server.port);
-      const locks = new Surelock({ redis: client, ...options });
+      const locks = new Surelock({ redis: client as RedisClient, ...options });
       closers.push(async () => { await locks.close(); await close(); });
       return locks;
     };

@@ -49,7 +49,7 @@ void describe("surelock exec", () => {
     const h = await holder(server, "held");
     assert.equal(h.t, token);
     assert.equal(h.n, "1");
-    const pttl = Number(await server.command("PTTL", new KeySpace("surelock").of("held").lock));
+    const pttl = Number(await server.command("PTTL", new KeySpace("surelock").exclusive("held").lock));
     assert.ok(pttl > 0 && pttl <= 30_000, `PTTL ${pttl}`);
     writeFileSync(scratch.path("held.go"), "");
     assert.equal((await run.result()).code, 0);
@@ -152,7 +152,7 @@ void describe("surelock exec", () => {
     const run = new Cli(["exec", ...redis, "--key", "stubborn", "--ttl", "1s", "--kill-after", "300ms", "--", ...nodeCommand(script, scratch.path(file))]);
     const started = await scratch.waitFor(file, "started");
     const [, child, grandchild] = started.trim().split(" ").map(Number);
-    await server.command("DEL", new KeySpace("surelock").of("stubborn").lock);
+    await server.command("DEL", new KeySpace("surelock").exclusive("stubborn").lock);
 
     const r = await run.result();
     assert.equal(r.code, 76, r.stderr);

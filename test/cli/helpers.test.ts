@@ -5,7 +5,6 @@ import { parseRedisUrl } from "../../src/cli/connection.js";
 import { formatDuration, parseDuration } from "../../src/cli/duration.js";
 import { escapeGlob, globToRegExp } from "../../src/cli/glob.js";
 import { parseName } from "../../src/cli/list.js";
-import { ownerOfMember } from "../../src/cli/lock-state.js";
 import { KeySpace } from "../../src/keys.js";
 
 void describe("parseDuration", () => {
@@ -73,22 +72,21 @@ void describe("globToRegExp (Redis glob syntax)", () => {
 void describe("parseName", () => {
   const keys = new KeySpace("app");
 
-  void it("recognises the holder keys of every kind and gives back the user key", () => {
-    for (const [key, kind, name] of [
-      ["orders:42", "mutex", keys.of("orders:42").lock],
-      ["doc", "rw-write", keys.of("doc", "rw").lock],
-      ["doc", "rw-read", keys.of("doc", "rw").shared],
-      ["pdf", "semaphore", keys.of("pdf", "sem").shared],
-      ["odd}:lock{", "mutex", keys.of("odd}:lock{").lock],
+  void it("recognises where every kind keeps its holds and gives back the user key", () => {
+    for (const [key, space, name] of [
+      ["orders:42", "mutex", keys.exclusive("orders:42").lock],
+      ["doc", "rw", keys.shared("doc", "rw").holders],
+      ["pdf", "sem", keys.shared("pdf", "sem").holders],
+      ["odd}:lock{", "mutex", keys.exclusive("odd}:lock{").lock],
     ] as const) {
-      assert.deepEqual(parseName(keys, name), { redisKey: name, key, kind });
+      assert.deepEqual(parseName(keys, name), { key, space });
     }
   });
 
-  void it("ignores queues, fences, guards, other prefixes and foreign keys", () => {
+  void it("ignores queues, tickets, states, guards, other prefixes and foreign keys", () => {
     for (const name of [
-      keys.of("k").queue, keys.of("k").fence, keys.of("k").deadlines, keys.of("k", "rw").mark,
-      keys.guard("res"), new KeySpace("app:sub").of("k").lock, new KeySpace("other").of("k").lock, "app:plain", "app:{}:lock",
+      keys.exclusive("k").queue, keys.exclusive("k").tickets, keys.shared("k", "rw").state, keys.shared("k", "sem").entries,
+      keys.guard("res"), new KeySpace("app:sub").exclusive("k").lock, new KeySpace("other").exclusive("k").lock, "app:plain", "app:{}:lock",
     ]) {
       assert.equal(parseName(keys, name), undefined, name);
     }
@@ -110,12 +108,5 @@ void describe("parseRedisUrl", () => {
     for (const text of ["", "localhost:6379", "http://127.0.0.1:6379", "redis://", "redis://h/x"]) {
       assert.equal(parseRedisUrl(text), undefined, text);
     }
-  });
-});
-
-void describe("ownerOfMember", () => {
-  void it("strips the acquisition id from a shared member", () => {
-    assert.equal(ownerOfMember("pdf-a:Xy9_abc:12"), "pdf-a");
-    assert.equal(ownerOfMember("team:job:Xy9_abc:3"), "team:job");
   });
 });

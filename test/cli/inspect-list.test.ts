@@ -77,11 +77,11 @@ void describe("surelock inspect and list", () => {
     const sem = JSON.parse((await cli(["inspect", ...redis, "pdf", "--json"])).stdout) as InspectReport;
     assert.deepEqual(first(sem).semaphore?.holders.map((h) => h.owner).sort(), ["pdf-a", "pdf-b"]);
     const doc = JSON.parse((await cli(["inspect", ...redis, "doc", "--json"])).stdout) as InspectReport;
-    assert.deepEqual(first(doc).rw?.readers.map((h) => h.owner).sort(), ["reader-1", "reader-2"]);
-    assert.equal(first(doc).rw?.writer, null);
+    assert.deepEqual(first(doc).rw?.holders.filter((h) => h.mode === "r").map((h) => h.owner).sort(), ["reader-1", "reader-2"]);
+    assert.equal(first(doc).rw?.holders.find((h) => h.mode === "w"), undefined);
     const text = (await cli(["inspect", ...redis, "pdf"])).stdout;
     assert.match(text, /semaphore: 2 permits taken/);
-    assert.match(text, /pdf-a \(member pdf-a:/);
+    assert.match(text, /pdf-a, fencing token \d+, expires in/);
   });
 
   void it("inspect lists the waiters queued for a fair lock, head first", async () => {
@@ -91,7 +91,7 @@ void describe("surelock inspect and list", () => {
     const waiters = [side.locks(server), side.locks(server)].map((l) =>
       l.mutex("fair", { fair: true }).acquire({ signal: stop.signal }).then((lease) => lease.release(), () => {}),
     );
-    const queue = new KeySpace("surelock").of("fair").queue;
+    const queue = new KeySpace("surelock").exclusive("fair").queue;
     await eventually("two tickets in the queue", async () => Number(await server.command("LLEN", queue)) === 2);
     const tickets = (await server.command("LRANGE", queue, 0, -1)) as string[];
 
@@ -132,7 +132,7 @@ void describe("surelock inspect and list", () => {
     ]);
     const orders = rows.find((row) => row.key === "orders:1");
     assert.equal(orders?.fencingToken, mutexLease.fencingToken.toString());
-    assert.equal(orders?.redisKey, new KeySpace("surelock").of("orders:1").lock);
+    assert.equal(orders?.redisKey, new KeySpace("surelock").exclusive("orders:1").lock);
     assert.ok(orders && orders.pttlMs > 0 && orders.pttlMs <= 30_000);
     assert.equal(orders?.node, `127.0.0.1:${server.port}`);
   });

@@ -162,7 +162,7 @@ export function alive(pid: number): boolean {
 
 /** The holder hash of a mutex, as HGETALL gives it ({} when free). */
 export async function holder(server: RedisServer, key: string, prefix = "surelock"): Promise<Record<string, string>> {
-  const flat = (await server.command("HGETALL", new KeySpace(prefix).of(key).lock)) as string[];
+  const flat = (await server.command("HGETALL", new KeySpace(prefix).exclusive(key).lock)) as string[];
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i] as string] = flat[i + 1] as string;
   return out;

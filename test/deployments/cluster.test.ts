@@ -88,7 +88,7 @@ function clusterClient(set: ClusterSet): Cluster {
 }
 
 /** The slot of a user key's lock (its hash tag is the whole user key, braces included). */
-const lockSlot = (key: string): number => slotOf(new KeySpace("surelock").of(key).lock);
+const lockSlot = (key: string): number => slotOf(new KeySpace("surelock").exclusive(key).lock);
 
 /** `count` keys whose slots are all different (and differ from `avoid`). */
 function keysInDistinctSlots(prefix: string, count: number, avoid = new Set<number>()): string[] {
@@ -256,7 +256,7 @@ void describe("Cluster (3 primaries, 1 replica each)", () => {
         const waiting = nextEvent("surelock:wait", (m: { key: string; phase: string }) => m.key === key && m.phase === "start", 2_000);
         const waiter = waiters.mutex(key).acquire({ timeout: 20_000 });
         await waiting;
-        await eventually(async () => (await shardSubscribers(set, `surelock:{${key}}:released`)) === 1, 5_000, `${key} subscribed on its primary`);
+        await eventually(async () => (await shardSubscribers(set, `surelock:{${key}}:wake`)) === 1, 5_000, `${key} subscribed on its primary`);
         await lease.release();
         // The poll interval is 30 s: only the announcement can wake the waiter this fast.
         const next = await within(3_000, waiter, `wake-up of ${key}`);
@@ -270,7 +270,7 @@ void describe("Cluster (3 primaries, 1 replica each)", () => {
       const waiting = nextEvent("surelock:wait", (m: { key: string; phase: string }) => m.key === key && m.phase === "start", 2_000);
       const waiter = waiters.mutex(key).acquire({ timeout: 25_000 });
       await waiting;
-      const channel = `surelock:{${key}}:released`;
+      const channel = `surelock:{${key}}:wake`;
       await eventually(async () => (await shardSubscribers(set, channel)) === 1, 5_000, "subscribed before the move");
       const { to } = await migrateSlot(set, slotOf(key));
       await eventually(async () => Number(((await to.server.command("PUBSUB", "SHARDNUMSUB", channel)) as [string, number])[1]) === 1,
@@ -336,7 +336,7 @@ void describe("Cluster (3 primaries, 1 replica each)", () => {
         const error = await locks.mutex(stalled).acquire().then(() => undefined, (e: unknown) => e);
         assert.ok(error instanceof ConnectionError, `got ${String(error)}`);
         assert.match(error.message, /0 of 1 required replicas acknowledged/);
-        await eventually(async () => (await owner.server.command("EXISTS", `surelock:{${stalled}}:lock`)) === 0, 2_000,
+        await eventually(async () => (await owner.server.command("HEXISTS", `surelock:{${stalled}}:lock`, "o")) === 0, 2_000,
           "the unacknowledged acquire was given back");
         // Keys on the other primaries are not affected.
         const other = keys.find((k) => slotOf(k) !== slotOf(stalled))!;

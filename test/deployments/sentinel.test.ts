@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Redis } from "ioredis";
 import { createSentinel } from "redis";
 import { ConnectionError, LockLostError, Surelock, type Lease } from "../../src/index.js";
-import { LUA } from "../../src/scripts/index.js";
+import { LUA } from "../../src/scripts/lua.generated.js";
 import { startSentinelSet, stopAll, type RedisServer, type SentinelSet } from "../helpers/redis-topology.js";
 import { commandCalls, eventually, within } from "../helpers/fixtures.js";
 import { contend, keysWithoutTtl, nextEvent, Referee, Tally, watchFailovers } from "./support.js";
@@ -99,7 +99,7 @@ async function failoverUnderContention(replicas: { count: number; timeout: numbe
     } catch (error) {
       witnessError = error;
     }
-    const witnessLeftOnPrimary = await set.primary.command("EXISTS", "surelock:{witness}:lock");
+    const witnessLeftOnPrimary = await set.primary.command("HEXISTS", "surelock:{witness}:lock", "o");
     await tally.attemptsDone(4, 20_000);
 
     const killedAt = performance.now();
@@ -248,7 +248,7 @@ void describe("Sentinel: planned failover (SENTINEL FAILOVER)", () => {
       await leaseC.release();
       const leaseC2 = await within(2_500, waiter, "wake-up through node-redis Sentinel (poll 5 s)");
       for (const replica of set.replicas) {
-        assert.equal(((await replica.command("SCRIPT", "EXISTS", LUA.renewBatch.sha)) as number[])[0], 0,
+        assert.equal(((await replica.command("SCRIPT", "EXISTS", LUA.keepalive.sha)) as number[])[0], 0,
           "replicas do not have the scripts cached before the failover");
       }
 
@@ -262,7 +262,7 @@ void describe("Sentinel: planned failover (SENTINEL FAILOVER)", () => {
       await eventually(async () => (await pttl("planned:a")()) > 5_000, 10_000, "planned:a renewed on the new primary");
       await eventually(async () => (await pttl("planned:c")()) > 9_000, 10_000, "planned:c renewed on the new primary");
       assert.ok(leaseA.held && leaseC2.held);
-      assert.equal(((await promoted.command("SCRIPT", "EXISTS", LUA.renewBatch.sha)) as number[])[0], 1);
+      assert.equal(((await promoted.command("SCRIPT", "EXISTS", LUA.keepalive.sha)) as number[])[0], 1);
       assert.ok((await commandCalls(promoted, "eval")) >= 1, "EVAL fallback ran on the new primary");
 
       // Demote the old primary now (Sentinel would, some seconds later). The pinned client stays

@@ -10,7 +10,7 @@ import { Redis } from "ioredis";
 import { ConnectionError, InvalidArgumentError, Surelock, type RedisAdapter, type ExtendMessage, type ErrorMessage } from "../../src/index.js";
 import { startStandalone, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { eventually } from "../helpers/fixtures.js";
-import { LUA } from "../../src/scripts/index.js";
+import { LUA } from "../../src/scripts/lua.generated.js";
 import { keysWithoutTtl, monitor, nextEvent, nextFrom } from "./support.js";
 
 after(stopAll);
@@ -50,12 +50,12 @@ void describe("replicas option on a primary with one replica", () => {
     try {
       const lease = await locks.mutex("single:a").acquire();
       await nextEvent<ExtendMessage>("surelock:extend", (m) => m.key === "single:a" && m.automatic, 3_000);
-      assert.equal(await replica.command("EXISTS", "surelock:{single:a}:lock"), 1);
+      assert.equal(await replica.command("HEXISTS", "surelock:{single:a}:lock", "o"), 1);
       await lease.release();
       await eventually(() => wire.seen.some((s) => s.args[0] === "EVALSHA" && s.args[1] === LUA.release.sha), 2_000, "release seen");
       // Each write that grants or renews the lease: the same connection's next command is WAIT 1 500.
       const writes = wire.seen.flatMap((s, i) =>
-        (s.args[0] === "EVALSHA" || s.args[0] === "EVAL") && ([LUA.acquire.sha, LUA.renewBatch.sha, LUA.acquire.lua, LUA.renewBatch.lua] as string[]).includes(s.args[1]!) ? [i] : []);
+        (s.args[0] === "EVALSHA" || s.args[0] === "EVAL") && ([LUA.acquire.sha, LUA.keepalive.sha, LUA.acquire.lua, LUA.keepalive.lua] as string[]).includes(s.args[1]!) ? [i] : []);
       assert.ok(writes.length >= 2, "an acquire and a renewal");
       for (const i of writes) assert.deepEqual(nextFrom(wire.seen, i)?.args, ["WAIT", "1", "500"]);
       // A release is not waited for.
@@ -77,7 +77,7 @@ void describe("replicas option on a primary with one replica", () => {
         assert.ok(error instanceof ConnectionError);
         assert.equal(error.code, "ERR_SURELOCK_CONNECTION");
         assert.match(error.message, /0 of 1 required replicas acknowledged the write within 200 ms/);
-        await eventually(async () => (await primary.command("EXISTS", "surelock:{single:b}:lock")) === 0, 2_000, "lock given back");
+        await eventually(async () => (await primary.command("HEXISTS", "surelock:{single:b}:lock", "o")) === 0, 2_000, "lock given back");
 
         const shortfall = await nextEvent<ErrorMessage>("surelock:error", (m) => m.operation === "renew", 3_000);
         assert.match(shortfall.error.message, /0 of 1 required replicas/);

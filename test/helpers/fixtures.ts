@@ -111,3 +111,10 @@ export async function commandCalls(server: RedisServer, command: string): Promis
   const match = entry?.match(/calls=(\d+)/);
   return match ? Number(match[1]) : 0;
 }
+
+/** `INFO commandstats` microseconds per call of one command. */
+export async function commandUsec(server: RedisServer, command: string): Promise<number> {
+  const stats = await server.info("commandstats");
+  const match = stats[`cmdstat_${command.toLowerCase()}`]?.match(/usec_per_call=([\d.]+)/);
+  return match ? Number(match[1]) : 0;
+}

@@ -140,7 +140,7 @@ describe("a lost lease is announced on its signal", () => {
   it("isHeld() that finds the lock taken aborts the signal with reason 'taken'", async () => {
     const locks = h.locks({ ttl: 10_000 });
     const lease = await locks.mutex("taken").acquire();
-    await server.command("HSET", "surelock:{taken}:lock", "o", "someone-else");
+    await server.command("HSET", "surelock:{taken}:lock", "h", "another-hold", "o", "someone-else");
     assert.equal(await lease.isHeld(), false);
     const reason = await aborted(lease.signal, 100);
     assert.ok(reason instanceof LockLostError && reason.reason === "taken");

@@ -20,7 +20,7 @@ describe("reentrancy", () => {
         return locks.mutex("nested").withLock(async () => entries("nested"));
       })));
     assert.equal(result, "3");
-    assert.equal(await server.command("EXISTS", "surelock:{nested}:lock"), 0, "freed at the last release");
+    assert.equal(await server.command("HEXISTS", "surelock:{nested}:lock", "o"), 0, "freed at the last release");
   });
 
   it("acquire() inside withLock re-enters too, and the lock is freed only at the last release", async () => {
@@ -31,7 +31,7 @@ describe("reentrancy", () => {
       await inner.release(); // a second release of the same lease is a no-op ...
       assert.equal(await entries("inner-acquire"), "1", "... and never frees the outer entry");
     });
-    assert.equal(await server.command("EXISTS", "surelock:{inner-acquire}:lock"), 0);
+    assert.equal(await server.command("HEXISTS", "surelock:{inner-acquire}:lock", "o"), 0);
   });
 
   it("sibling flows do not re-enter each other's locks: they wait", async () => {
@@ -65,7 +65,7 @@ describe("reentrancy", () => {
     assert.equal(await entries("shared-owner"), "1", "the other entry still holds it");
     assert.equal(await second.isHeld(), true);
     await second.release();
-    assert.equal(await server.command("EXISTS", "surelock:{shared-owner}:lock"), 0);
+    assert.equal(await server.command("HEXISTS", "surelock:{shared-owner}:lock", "o"), 0);
   });
 
   it("a new acquisition after release gets a larger fencing token", async () => {
@@ -84,6 +84,6 @@ describe("reentrancy", () => {
       await using lease = await locks.mutex("using").acquire();
       assert.equal(lease.held, true);
     }
-    assert.equal(await server.command("EXISTS", "surelock:{using}:lock"), 0);
+    assert.equal(await server.command("HEXISTS", "surelock:{using}:lock", "o"), 0);
   });
 });

@@ -8,7 +8,7 @@ import { LockLostError, LockTimeoutError, QuorumError, type Lease } from "../../
 import type { RedisServer } from "../helpers/redis-topology.js";
 import { startProxy } from "../helpers/tcp-proxy.js";
 import {
-  abortedAt, delay, eventually, existsOn, fenceKey, fiveNodes, HOST, lockKey, ready, up, within,
+  abortedAt, delay, eventually, heldOn, fiveNodes, HOST, lockKey, ready, up, within,
 } from "./support.js";
 
 const five = fiveNodes();
@@ -49,7 +49,7 @@ void describe("quorum mode: a majority of nodes down", () => {
     // tryAcquire does not answer "busy" (null) either: nobody holds it, the nodes are gone.
     await assert.rejects(locks.mutex(key).tryAcquire(), { code: "ERR_SURELOCK_QUORUM" });
     // The two live nodes gave their part back (awaited; a reply that came late is undone on arrival).
-    await eventually(2_000, "no lock key on the live nodes", async () => (await existsOn(up(nodes), lockKey(key))).every((e) => e === 0));
+    await eventually(2_000, "no lock key on the live nodes", async () => (await heldOn(up(nodes), key)).every((e) => e === 0));
   });
 });
 
@@ -75,11 +75,11 @@ void describe("quorum mode: a node partitioned by a TCP proxy", () => {
       assert.equal(lease.held, true);
       assert.equal(await lease.isHeld(), true);
       // Held on (at least a majority of) the four direct nodes; the blackholed one never saw the command.
-      const held = await existsOn(nodes, lockKey(key));
+      const held = await heldOn(nodes, key);
       assert.equal(held[4], 0);
       assert.ok(held.filter((e) => e === 1).length >= 3, `held on ${held.join(",")}`);
       await within(2_000, "release with one node blackholed", lease.release());
-      await eventually(2_000, "no lock key left", async () => (await existsOn(nodes, lockKey(key))).every((e) => e === 0));
+      await eventually(2_000, "no lock key left", async () => (await heldOn(nodes, key)).every((e) => e === 0));
 
       // A client that connects while the partition lasts never becomes ready; still bounded.
       lateClient = new Redis({ host: HOST, port: proxy.port });
@@ -116,7 +116,7 @@ void describe("quorum mode: lease loss", () => {
     assert.equal(reason.reason, "unreachable");
     assert.equal(lease.held, false);
     // The client gave up while Redis still had the lock: on the live nodes it has not expired yet.
-    assert.deepEqual(await existsOn(nodes.slice(3), lockKey(key)), [1, 1]);
+    assert.deepEqual(await heldOn(nodes.slice(3), key), [1, 1]);
 
     await Promise.all([0, 1, 2].map((i) => nodes[i]?.resume()));
     await assert.rejects(lease.release(), { code: "ERR_SURELOCK_LOCK_LOST" });
@@ -138,15 +138,15 @@ void describe("quorum mode: nodes restarted empty (no persistence), restart dela
     }
     // Nodes 0 and 1 came back empty; nodes 2-4 still hold it: a majority. (The other owner's
     // tries that got node 0 or 1 are undone; one whose reply came late is undone when it arrives.)
-    assert.deepEqual(await existsOn(nodes.slice(2), lockKey(key)), [1, 1, 1]);
+    assert.deepEqual(await heldOn(nodes.slice(2), key), [1, 1, 1]);
     await eventually(2_000, "the other owner's tries to be undone", async () =>
-      (await existsOn(nodes.slice(0, 2), lockKey(key))).every((e) => e === 0));
+      (await heldOn(nodes.slice(0, 2), key)).every((e) => e === 0));
     await assert.rejects(other.mutex(key).acquire({ timeout: 500 }), LockTimeoutError);
     assert.equal(lease.signal.aborted, false);
     assert.equal(await lease.isHeld(), true);
 
     await lease.release();
-    await eventually(2_000, "the release to reach every node", async () => (await existsOn(nodes, lockKey(key))).every((e) => e === 0));
+    await eventually(2_000, "the release to reach every node", async () => (await heldOn(nodes, key)).every((e) => e === 0));
     const next = await other.mutex(key).tryAcquire();
     assert.ok(next);
     assert.ok(next.fencingToken > lease.fencingToken);
@@ -199,7 +199,7 @@ void describe("quorum mode: fencing tokens while nodes go down and come back", (
       assert.ok(previous === undefined || lease.fencingToken > previous, `${step}: ${lease.fencingToken} is not above ${previous}`);
       tokens.push(lease.fencingToken);
       // The quorum register: a majority of the counters is at least this token.
-      const counters = await Promise.all(up(nodes).map(async (n) => BigInt(String((await n.command("GET", fenceKey(key))) ?? "0"))));
+      const counters = await Promise.all(up(nodes).map(async (n) => BigInt(String((await n.command("HGET", lockKey(key), "c")) ?? "0"))));
       assert.ok(counters.filter((c) => c >= lease.fencingToken).length >= 3, `${step}: counters ${counters.join(", ")} below ${lease.fencingToken}`);
       await lease.release();
     };
@@ -211,7 +211,7 @@ void describe("quorum mode: fencing tokens while nodes go down and come back", (
     await kill([3]);
     await hold("nodes 3, 4 down");
     await restart([4]); // empty: its counter restarts (from the server clock)
-    assert.equal(await nodes[4]?.command("GET", fenceKey(key)), null);
+    assert.equal(await nodes[4]?.command("HGET", lockKey(key), "c"), null);
     await hold("node 4 back empty");
     await nodes[0]?.pause(); // node 0 misses the next raises and falls behind
     await restart([3]); // empty again: its fresh counter is ahead of everyone's
@@ -219,7 +219,7 @@ void describe("quorum mode: fencing tokens while nodes go down and come back", (
     await hold("node 0 stopped");
     await nodes[0]?.resume();
     await ready(clients[0] as Redis);
-    const counterOf = async (n: RedisServer): Promise<bigint> => BigInt(String(await n.command("GET", fenceKey(key))));
+    const counterOf = async (n: RedisServer): Promise<bigint> => BigInt(String(await n.command("HGET", lockKey(key), "c")));
     const others = await Promise.all(nodes.slice(1).map(counterOf));
     assert.ok((await counterOf(nodes[0] as RedisServer)) < others.reduce((x, y) => (x > y ? x : y)), "node 0 is behind");
     await hold("node 0 back, behind the others");

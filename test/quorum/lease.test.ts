@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { LockTimeoutError, QuorumError } from "../../src/index.js";
 import {
-  eventually, existsOn, fastClient, fenceKey, fiveNodes, lockKey, ready, restoreAll, within,
+  eventually, heldOn, fastClient, fiveNodes, lockKey, ready, restoreAll, within,
 } from "./support.js";
 
 const five = fiveNodes();
@@ -25,7 +25,7 @@ void describe("quorum mode: extend, isHeld and release need a majority", () => {
     const key = "lease:majority";
     const locks = quorum(10_000, { commandTimeout: 300 }); // each call with node 0 stopped waits for it
     const lease = await locks.mutex(key).acquire();
-    assert.deepEqual(await existsOn(nodes, lockKey(key)), [1, 1, 1, 1, 1]);
+    assert.deepEqual(await heldOn(nodes, key), [1, 1, 1, 1, 1]);
 
     await kill([3, 4]);
     assert.equal(await lease.isHeld(), true);
@@ -43,10 +43,10 @@ void describe("quorum mode: extend, isHeld and release need a majority", () => {
     await nodes[0]?.pause();
     await assert.rejects(lease.release(), { code: "ERR_SURELOCK_QUORUM" });
     // It was applied where it arrived (nodes 1, 2); a retry once the nodes are back completes it.
-    assert.deepEqual(await existsOn(nodes.slice(1, 3), lockKey(key)), [0, 0]);
+    assert.deepEqual(await heldOn(nodes.slice(1, 3), key), [0, 0]);
     await restoreAll(nodes, clients); // node 0 continues (and applies the queued release); 3 and 4 come back empty
     await lease.release();
-    await eventually(2_000, "no lock key left", async () => (await existsOn(nodes, lockKey(key))).every((e) => e === 0));
+    await eventually(2_000, "no lock key left", async () => (await heldOn(nodes, key)).every((e) => e === 0));
     await lease.release(); // a second release is a no-op
   });
 
@@ -61,7 +61,7 @@ void describe("quorum mode: extend, isHeld and release need a majority", () => {
     assert.equal(value, "done");
     await Promise.all([0, 1, 2].map((i) => nodes[i]?.resume()));
     // The release was queued on the stopped nodes and applied when they continued.
-    await eventually(2_000, "no lock key left", async () => (await existsOn(nodes, lockKey(key))).every((e) => e === 0));
+    await eventually(2_000, "no lock key left", async () => (await heldOn(nodes, key)).every((e) => e === 0));
   });
 
   void it("release goes to every node, not only to a majority", async () => {
@@ -74,11 +74,11 @@ void describe("quorum mode: extend, isHeld and release need a majority", () => {
         await locks.mutex(key).withLock(async (inner) => {
           assert.equal(inner.fencingToken, lease.fencingToken);
         }, { owner: lease.owner });
-        assert.deepEqual(await existsOn(nodes, lockKey(key)), [1, 1, 1, 1, 1]);
+        assert.deepEqual(await heldOn(nodes, key), [1, 1, 1, 1, 1]);
       }
       await lease.release();
       // On every node, not only on the majority that confirmed (the rest would keep it for 10 s).
-      await eventually(2_000, "the release to reach every node", async () => (await existsOn(nodes, lockKey(key))).every((e) => e === 0));
+      await eventually(2_000, "the release to reach every node", async () => (await heldOn(nodes, key)).every((e) => e === 0));
     }
   });
 });
@@ -92,7 +92,7 @@ void describe("quorum mode: a failed attempt", () => {
     const locks = quorum(10_000);
 
     // A reply that missed the per-node timeout (a loaded machine) is undone when it arrives.
-    const onlyTheOther = async (): Promise<boolean> => (await existsOn(nodes, lockKey(key))).join() === "1,1,1,0,0";
+    const onlyTheOther = async (): Promise<boolean> => (await heldOn(nodes, key)).join() === "1,1,1,0,0";
     assert.equal(await locks.mutex(key).tryAcquire(), null);
     await eventually(2_000, "only the other owner's keys", onlyTheOther);
     await assert.rejects(locks.mutex(key).acquire({ timeout: 300 }), LockTimeoutError);
@@ -112,7 +112,7 @@ void describe("quorum mode: the fencing register on the wire", () => {
     const locks = quorum(30_000);
     // A new key: each node's counter starts from its own clock, so they differ until written back.
     const first = await locks.mutex(key).acquire();
-    const counters = await Promise.all(nodes.map((n) => n.command("GET", fenceKey(key))));
+    const counters = await Promise.all(nodes.map((n) => n.command("HGET", lockKey(key), "c")));
     assert.deepEqual(counters, nodes.map(() => first.fencingToken.toString()));
     await first.release();
 
@@ -140,7 +140,7 @@ void describe("quorum mode: waiting", () => {
       waiting.catch(() => {}); // awaited below; if an assertion fails first, close() rejects it
       // The waiter found it busy and subscribed on every live node (with fresh clients the first
       // SUBSCRIBE can fail, as their connections are not ready yet: it must be retried).
-      const channel = `surelock:{${key}}:released`;
+      const channel = `surelock:{${key}}:wake`;
       await eventually(5_000, "the waiter to subscribe on nodes 0-2", async () =>
         (await Promise.all(nodes.slice(0, 3).map(async (n) => {
           const reply = await n.command("PUBSUB", "NUMSUB", channel);

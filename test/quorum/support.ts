@@ -59,11 +59,11 @@ export const up = (nodes: readonly RedisServer[]): RedisServer[] => nodes.filter
 
 /** The holder hash of a mutex `key` under the default prefix. */
 export const lockKey = (key: string): string => `surelock:{${key}}:lock`;
-export const fenceKey = (key: string): string => `surelock:{${key}}:fence`;
 
-/** EXISTS of `redisKey` on each node, in order (the raw server, not through surelock). */
-export async function existsOn(nodes: readonly RedisServer[], redisKey: string): Promise<number[]> {
-  return Promise.all(nodes.map(async (n) => Number(await n.command("EXISTS", redisKey))));
+
+/** 1 where the node holds mutex `key` (its lock hash has an owner), 0 elsewhere; in order. */
+export async function heldOn(nodes: readonly RedisServer[], key: string): Promise<number[]> {
+  return Promise.all(nodes.map(async (n) => Number(await n.command("HEXISTS", lockKey(key), "o"))));
 }
 
 /** Every surelock key on every reachable node has an expiry: none may live forever. */

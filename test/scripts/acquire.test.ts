@@ -1,67 +1,106 @@
+/** acquire.lua: take, re-enter or join a mutex, or stand in its queue — each exactly once. */
 import assert from "node:assert/strict";
-import { after, before, beforeEach, describe, it } from "node:test";
-import { acquireArgs, acquireKeys, scriptBench, type ScriptBench } from "./script-harness.js";
+import { after, before, describe, it } from "node:test";
+import { scripts } from "../../src/scripts/index.js";
+import { assertAllExpire, exclusiveKeys, scriptBench, withoutInstants, type ScriptBench } from "./bench.js";
 
-describe("acquire.lua", () => {
-  let s: ScriptBench;
-  before(async () => { s = await scriptBench(); });
-  after(() => s.close());
-  beforeEach(() => s.redis.flushall());
-  const args = (owner: string, ttl = 10_000, markMs = 0) => acquireArgs(owner, ttl, { markMs });
-  const keys = () => acquireKeys(s.keys("k"));
+void describe("acquire.lua", () => {
+  let b: ScriptBench;
+  before(async () => { b = await scriptBench(); });
+  after(() => b.close());
 
-  it("takes a free lock: owner, one entry, a token, and a PTTL set in the same step", async () => {
-    const [code, token] = (await s.run("acquire", keys(), args("a"))) as [number, number];
-    assert.equal(code, 1);
-    const k = s.keys("k");
-    assert.deepEqual(await s.redis.hgetall(k.lock), { o: "a", n: "1", t: String(token) });
-    const pttl = await s.redis.pttl(k.lock);
-    assert.ok(pttl > 9_000 && pttl <= 10_000, `pttl ${pttl}`);
-    assert.ok((await s.redis.pttl(k.fence)) > 0, "the fencing counter expires too");
+  const acquire = (key: string, a: { owner: string; hold: string; entry?: string; ttl?: number; join?: string; ticketLease?: number }) => {
+    const k = b.exclusive(key);
+    return scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, {
+      owner: a.owner, hold: a.hold, entry: a.entry ?? a.hold, ttl: a.ttl ?? 10_000, join: a.join ?? "", ticketLease: a.ticketLease ?? 0,
+    });
+  };
+
+  void it("founds a hold on a free lock, with a token from the server clock and a PTTL of the ttl", async () => {
+    const reply = await b.run(acquire("free", { owner: "o1", hold: "h1", ttl: 5_000 }));
+    assert.equal(reply.status, "founded");
+    if (reply.status !== "founded") return;
+    assert.equal(reply.hold, "h1");
+    assert.equal(reply.pttlMs, 5_000);
+    // The counter starts at the server's clock in microseconds.
+    const [seconds] = (await b.redis.time()) as unknown as [string, string];
+    assert.ok(reply.token > BigInt(seconds) * 1_000_000n - 10_000_000n, `token ${reply.token} from the server clock`);
+    const lock = await b.redis.hgetall(b.exclusive("free").lock);
+    assert.deepEqual({ o: lock.o, h: lock.h, n: lock.n, "@h1": lock["@h1"] }, { o: "o1", h: "h1", n: "1", "@h1": "1" });
+    assert.equal(lock.b, lock.c, "a hash born now records its birth at the first token");
+    const pttl = await b.redis.pttl(b.exclusive("free").lock);
+    assert.ok(pttl > 4_000 && pttl <= 5_000);
   });
 
-  it("re-entry by the same owner counts up and keeps the token", async () => {
-    const [, token] = (await s.run("acquire", keys(), args("a"))) as [number, number];
-    const again = (await s.run("acquire", keys(), args("a"))) as [number, number];
-    assert.deepEqual(again, [2, token]);
-    assert.equal(await s.redis.hget(s.keys("k").lock, "n"), "2");
+  void it("a replayed fresh acquire answers the same hold and token and changes nothing", async () => {
+    const k = b.exclusive("replay-fresh");
+    const r = await b.replay(acquire("replay-fresh", { owner: "o1", hold: "h1" }), exclusiveKeys(k));
+    assert.deepEqual(r.second.status, r.first.status);
+    assert.ok(r.first.status === "founded" && r.second.status === "founded");
+    assert.equal(r.second.token, r.first.token);
+    assert.equal(r.second.hold, r.first.hold);
+    assert.deepEqual(r.again, r.after);
+    assertAllExpire(r.again);
   });
 
-  it("a re-entry with a shorter ttl does not shorten the lease", async () => {
-    await s.run("acquire", keys(), args("a", 10_000));
-    await s.run("acquire", keys(), args("a", 100));
-    assert.ok((await s.redis.pttl(s.keys("k").lock)) > 5_000);
+  void it("a replayed re-entry counts once", async () => {
+    const k = b.exclusive("replay-reentry");
+    const founded = await b.run(acquire("replay-reentry", { owner: "o1", hold: "h1" }));
+    assert.equal(founded.status, "founded");
+    const r = await b.replay(acquire("replay-reentry", { owner: "o1", hold: "x", entry: "e2", join: "h1" }), exclusiveKeys(k));
+    assert.equal(r.first.status, "entered");
+    assert.equal(r.second.status, "entered");
+    assert.deepEqual(r.again, r.after);
+    assert.equal(await b.redis.hget(k.lock, "n"), "2", "two entries, not three");
   });
 
-  it("another owner gets {0, pttl} and changes nothing", async () => {
-    await s.run("acquire", keys(), args("a"));
-    const before = await s.redis.hgetall(s.keys("k").lock);
-    const [code, pttl] = (await s.run("acquire", keys(), args("b"))) as [number, number];
-    assert.equal(code, 0);
-    assert.ok(pttl > 0 && pttl <= 10_000);
-    assert.deepEqual(await s.redis.hgetall(s.keys("k").lock), before);
+  void it("a re-entry of a hold that is gone answers gone and never founds a hold", async () => {
+    const k = b.exclusive("reenter-gone");
+    const reply = await b.run(acquire("reenter-gone", { owner: "o1", hold: "x", entry: "e", join: "dead-hold" }));
+    assert.equal(reply.status, "gone");
+    assert.equal(await b.redis.exists(k.lock), 0, "nothing was written");
+    await b.run(acquire("reenter-gone", { owner: "o2", hold: "other" }));
+    assert.equal((await b.run(acquire("reenter-gone", { owner: "o1", hold: "y", entry: "e3", join: "dead-hold" }))).status, "gone");
+    assert.equal(await b.redis.hget(k.lock, "n"), "1", "the other hold keeps its one entry");
   });
 
-  it("tokens strictly increase across first entries, also after the counter expired", async () => {
-    const k = s.keys("k");
-    const tokens: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      tokens.push(((await s.run("acquire", keys(), args(`o${i}`))) as [number, number])[1]);
-      await s.redis.del(k.lock);
-    }
-    await s.redis.del(k.fence); // as if its retention ran out
-    tokens.push(((await s.run("acquire", keys(), args("late"))) as [number, number])[1]);
-    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `${tokens[i]} > ${tokens[i - 1]}`);
+  void it("join by owner ('*') enters the hold of that owner, and founds one when the lock is free", async () => {
+    const first = await b.run(acquire("shared-owner", { owner: "job-17", hold: "p1", join: "*" }));
+    assert.equal(first.status, "founded");
+    const second = await b.run(acquire("shared-owner", { owner: "job-17", hold: "p2", entry: "p2e", join: "*" }));
+    assert.equal(second.status, "entered");
+    assert.ok(second.status === "entered" && first.status === "founded" && second.hold === first.hold && second.token === first.token);
+    const other = await b.run(acquire("shared-owner", { owner: "someone-else", hold: "p3", join: "*" }));
+    assert.equal(other.status, "busy");
   });
 
-  it("as a write lock, live readers keep it out and mark a waiting writer", async () => {
-    const k = s.keys("k", "rw");
-    const now = Date.now();
-    await s.redis.zadd(k.shared, now + 60_000, "reader");
-    const [code] = (await s.run("acquire", acquireKeys(k), args("w", 10_000, 2_000))) as [number, number];
-    assert.equal(code, 0);
-    assert.equal(await s.redis.get(k.mark), "w");
-    assert.ok((await s.redis.pttl(k.mark)) > 0);
-    assert.equal(await s.redis.exists(k.lock), 0);
+  void it("a busy lock queues the caller's ticket once, and the queue serves the head first", async () => {
+    const k = b.exclusive("queued");
+    await b.run(acquire("queued", { owner: "holder", hold: "h" }));
+    const w1 = await b.run(acquire("queued", { owner: "w1", hold: "t1", ticketLease: 3_000 }));
+    const r = await b.replay(acquire("queued", { owner: "w2", hold: "t2", ticketLease: 3_000 }), exclusiveKeys(k));
+    assert.deepEqual(w1, { status: "busy", waitMs: w1.status === "busy" ? w1.waitMs : 0, position: 0 });
+    assert.equal(r.first.status === "busy" && r.first.position, 1);
+    assert.equal(r.second.status === "busy" && r.second.position, 1, "a replayed attempt keeps its place");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["t1", "t2"]);
+    assert.deepEqual(withoutInstants(r.again), withoutInstants(r.after));
+    assertAllExpire(r.again);
+    // The holder leaves without a handoff (it expired): only the head may take the free lock.
+    await b.redis.del(k.lock);
+    assert.equal((await b.run(acquire("queued", { owner: "w2", hold: "t2", ticketLease: 3_000 }))).status, "busy");
+    assert.equal((await b.run(acquire("queued", { owner: "late", hold: "t3", ticketLease: 0 }))).status, "busy", "an arrival cannot barge ahead of the line");
+    assert.equal((await b.run(acquire("queued", { owner: "w1", hold: "t1", ticketLease: 3_000 }))).status, "founded");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["t2"], "the head left the line when it took the lock");
+  });
+
+  void it("a lapsed ticket does not hold the others back", async () => {
+    const k = b.exclusive("lapsed");
+    await b.run(acquire("lapsed", { owner: "holder", hold: "h" }));
+    await b.run(acquire("lapsed", { owner: "gone", hold: "dead", ticketLease: 60 }));
+    await b.redis.del(k.lock);
+    // Its lease runs out on the server's clock; proven by waiting past it.
+    await new Promise((r) => setTimeout(r, 80));
+    assert.equal((await b.run(acquire("lapsed", { owner: "next", hold: "n1", ticketLease: 0 }))).status, "founded");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), []);
   });
 });

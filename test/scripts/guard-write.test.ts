@@ -1,29 +1,47 @@
+/** guard-write.lua: stale tokens refused; every write applied exactly once, however often it is sent. */
 import assert from "node:assert/strict";
-import { after, before, beforeEach, describe, it } from "node:test";
-import { scriptBench, type ScriptBench } from "./script-harness.js";
+import { after, before, describe, it } from "node:test";
+import { scripts } from "../../src/scripts/index.js";
+import { scriptBench, type ScriptBench } from "./bench.js";
 
-describe("guard-write.lua", () => {
-  let s: ScriptBench;
-  before(async () => { s = await scriptBench(); });
-  after(() => s.close());
-  beforeEach(() => s.redis.flushall());
-  const write = (token: string, ...command: (string | number)[]) =>
-    s.run("guardWrite", ["surelock:guard:{r}:highest-token", "{r}:data"], [token, 60_000, ...command]) as Promise<[number, unknown]>;
+void describe("guard-write.lua", () => {
+  let b: ScriptBench;
+  before(async () => { b = await scriptBench(); });
+  after(() => b.close());
 
-  it("writes with a token at least the highest seen, and refuses an older one without writing", async () => {
-    assert.equal((await write("10", "SET", "new"))[0], 1);
-    assert.equal((await write("10", "SET", "same-holder-again"))[0], 1);
-    assert.deepEqual(await write("9", "SET", "stale"), [0, "10"]);
-    assert.equal(await s.redis.get("{r}:data"), "same-holder-again");
+  const write = (token: string, writer: string, seq: number, command: string, data: string, ...args: string[]) =>
+    scripts.guardWrite.call({ guard: "t:guard:{stock}", data }, { token, writer, seq, keep: 60_000, command }, { args });
+
+  void it("a replayed DECRBY is applied once and answers its first reply", async () => {
+    await b.redis.set("{stock}:units", "10");
+    const r = await b.replay(write("100", "g1", 1, "DECRBY", "{stock}:units", "3"), ["{stock}:units", "t:guard:{stock}"]);
+    assert.deepEqual(r.first, { status: "written", reply: 7 });
+    assert.deepEqual(r.second, { status: "written", reply: 7 });
+    assert.deepEqual(r.again, r.after);
+    assert.equal(await b.redis.get("{stock}:units"), "7");
   });
 
-  it("compares tokens of different lengths as integers, not as text", async () => {
-    await write("1795316077069445", "SET", "a");
-    assert.equal((await write("999999999999999", "SET", "b"))[0], 0);
-    assert.equal((await write("10000000000000000", "SET", "c"))[0], 1);
+  void it("an older write of the same writer, resent late, is not applied again", async () => {
+    await b.run(write("100", "g1", 2, "DECRBY", "{stock}:units", "1"));
+    assert.deepEqual(await b.run(write("100", "g1", 1, "DECRBY", "{stock}:units", "3")), { status: "replayed" });
+    assert.equal(await b.redis.get("{stock}:units"), "6");
   });
 
-  it("refuses commands outside its list", async () => {
-    await assert.rejects(write("1", "FLUSHALL"), /not allowed/);
+  void it("a lower token is refused; a higher one starts a new era; tokens compare beyond a double's precision", async () => {
+    assert.deepEqual(await b.run(write("99", "g2", 1, "SET", "{stock}:units", "0")), { status: "refused", highestToken: 100n });
+    assert.deepEqual(await b.run(write("9007199254740993", "g2", 1, "SET", "{stock}:units", "5")), { status: "written", reply: "OK" });
+    assert.deepEqual(await b.run(write("9007199254740992", "g3", 1, "SET", "{stock}:units", "0")),
+      { status: "refused", highestToken: 9007199254740993n });
+    assert.equal(await b.redis.get("{stock}:units"), "5");
+  });
+
+  void it("a status reply (SET's OK) replays as the same text", async () => {
+    const r = await b.replay(write("9007199254740993", "g4", 1, "SET", "{stock}:units", "8"), ["{stock}:units"]);
+    assert.deepEqual(r.first, { status: "written", reply: "OK" });
+    assert.deepEqual(r.second, { status: "written", reply: "OK" });
+  });
+
+  void it("refuses commands outside the list", async () => {
+    await assert.rejects(b.run(write("9007199254740993", "g5", 1, "FLUSHALL", "{stock}:units")), { code: "ERR_SURELOCK_SCRIPT" });
   });
 });

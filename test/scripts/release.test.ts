@@ -1,55 +1,122 @@
+/** release.lua: one entry back, each at most once; the last one frees the lock and grants it to the queue's head. */
 import assert from "node:assert/strict";
-import { after, before, beforeEach, describe, it } from "node:test";
-import { Redis } from "ioredis";
-import { acquireArgs, acquireKeys, scriptBench, type ScriptBench } from "./script-harness.js";
+import { after, before, describe, it } from "node:test";
+import { scripts } from "../../src/scripts/index.js";
+import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
-describe("release.lua", () => {
-  let s: ScriptBench;
-  let sub: Redis;
-  before(async () => { s = await scriptBench(); sub = new Redis({ port: s.server.port }); });
-  after(async () => { sub.disconnect(); await s.close(); });
-  beforeEach(() => s.redis.flushall());
-  const k = () => s.keys("k");
-  const take = async (owner: string) => ((await s.run("acquire", acquireKeys(k()), acquireArgs(owner, 10_000))) as [number, number])[1];
-  const release = (owner: string, token: number | string) => s.run("release", [k().lock, k().channel, k().queue], [owner, String(token), "PUBLISH"]);
+void describe("release.lua", () => {
+  let b: ScriptBench;
+  before(async () => { b = await scriptBench(); });
+  after(() => b.close());
 
-  it("the last entry deletes the lock and announces it on the channel", async () => {
-    const token = await take("a");
-    await sub.subscribe(k().channel);
-    const message = new Promise<string>((resolve) => sub.once("message", (_c: string, m: string) => resolve(m)));
-    assert.deepEqual(await release("a", token), [1, 0]);
-    assert.equal(await s.redis.exists(k().lock), 0);
-    assert.equal(await message, "*");
-    await sub.unsubscribe();
+  const acquire = (key: string, owner: string, hold: string, o: { entry?: string; join?: string; ticketLease?: number; ttl?: number } = {}) => {
+    const k = b.exclusive(key);
+    return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, {
+      owner, hold, entry: o.entry ?? hold, ttl: o.ttl ?? 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0,
+    }));
+  };
+  const release = (key: string, hold: string, entry: string, token: bigint | string, grant = "1") => {
+    const k = b.exclusive(key);
+    return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel },
+      { hold, entry, token: token.toString(), keep: 60_000, grant, publish: "PUBLISH" });
+  };
+  const tokenOf = async (key: string, owner: string, hold: string): Promise<bigint> => {
+    const r = await acquire(key, owner, hold);
+    assert.ok(r.status === "founded" || r.status === "entered");
+    return r.token;
+  };
+
+  void it("a replayed release of a re-entered lock gives back one entry, not two", async () => {
+    const k = b.exclusive("reentered");
+    const token = await tokenOf("reentered", "o", "h");
+    await acquire("reentered", "o", "x", { entry: "e2", join: "h" });
+    const r = await b.replay(release("reentered", "h", "e2", token), exclusiveKeys(k));
+    assert.deepEqual(r.first, { status: "held", entries: 1 });
+    assert.deepEqual(r.second, { status: "held", entries: 1 });
+    assert.deepEqual(r.again, r.after);
+    assert.equal(await b.redis.hget(k.lock, "h"), "h", "the outer entry still holds the lock");
   });
 
-  it("an inner entry only counts down", async () => {
-    const token = await take("a");
-    await take("a");
-    assert.deepEqual(await release("a", token), [2, 1]);
-    assert.equal(await s.redis.hget(k().lock, "n"), "1");
+  void it("a replayed final release answers released (not gone), even after the next holder took the lock", async () => {
+    const k = b.exclusive("final");
+    const token = await tokenOf("final", "o", "h");
+    assert.deepEqual(await b.run(release("final", "h", "h", token)), { status: "freed", grants: [] });
+    assert.deepEqual(await b.run(release("final", "h", "h", token)), { status: "released" });
+    await tokenOf("final", "next", "h2");
+    assert.deepEqual(await b.run(release("final", "h", "h", token)), { status: "released" });
+    assert.equal(await b.redis.hget(k.lock, "h"), "h2", "the replay did not touch the next holder");
+    assert.equal(await b.redis.hget(k.lock, "n"), "1");
   });
 
-  it("a stale holder (same owner, older token) cannot free its successor's lock", async () => {
-    const old = await take("a");
-    await s.redis.del(k().lock); // its lease expired
-    const fresh = await take("a");
-    const before = await s.redis.hgetall(k().lock);
-    const [code] = (await release("a", old)) as [number, number];
-    assert.equal(code, -1);
-    assert.deepEqual(await s.redis.hgetall(k().lock), before);
-    assert.notEqual(fresh, old);
+  void it("a freed lock keeps only its counter, for the retention, and publishes nothing when nobody waits", async () => {
+    const k = b.exclusive("quiet");
+    const listener = await b.listen(k.channel);
+    const token = await tokenOf("quiet", "o", "h");
+    await b.run(release("quiet", "h", "h", token));
+    const fields = await b.redis.hgetall(k.lock);
+    assert.deepEqual(Object.keys(fields).sort(), ["b", "c"]);
+    const pttl = await b.redis.pttl(k.lock);
+    assert.ok(pttl > 50_000 && pttl <= 60_000, `PTTL ${pttl}`);
+    // The next acquisition continues the counter.
+    assert.equal(await tokenOf("quiet", "o2", "h2"), token + 1n);
+    await b.redis.ping();
+    assert.deepEqual(listener.messages, []);
+    listener.close();
   });
 
-  it("another owner's release is refused and leaves lock, count and TTL untouched", async () => {
-    const token = await take("a");
-    const pttl = await s.redis.pttl(k().lock);
-    assert.equal(((await release("b", token)) as number[])[0], -1);
-    assert.deepEqual(await s.redis.hgetall(k().lock), { o: "a", n: "1", t: String(token) });
-    assert.ok((await s.redis.pttl(k().lock)) <= pttl);
+  void it("an expired hold answers gone; another hold answers taken; neither is touched", async () => {
+    const token = await tokenOf("expired", "o", "h");
+    await b.redis.del(b.exclusive("expired").lock);
+    assert.deepEqual(await b.run(release("expired", "h", "h", token)), { status: "gone" });
+    await tokenOf("expired", "other", "h2");
+    assert.deepEqual(await b.run(release("expired", "h", "h", token)), { status: "taken" });
+    assert.equal(await b.redis.hget(b.exclusive("expired").lock, "h"), "h2");
   });
 
-  it("releasing a lock that is gone answers {0, 0}", async () => {
-    assert.deepEqual(await release("a", 1), [0, 0]);
+  void it("the last entry grants the lock to the live head of the queue, with the PTTL left on its ticket", async () => {
+    const k = b.exclusive("handoff");
+    const listener = await b.listen(k.channel);
+    const token = await tokenOf("handoff", "o", "h");
+    await acquire("handoff", "waiter", "t1", { ticketLease: 3_000, ttl: 20_000 });
+    await acquire("handoff", "waiter2", "t2", { ticketLease: 3_000, ttl: 20_000 });
+    const reply = await b.run(release("handoff", "h", "h", token));
+    assert.equal(reply.status, "freed");
+    if (reply.status !== "freed") return;
+    assert.equal(reply.grants.length, 1);
+    const grant = reply.grants[0]!;
+    assert.equal(grant.ticket, "t1");
+    assert.equal(grant.token, token + 1n);
+    assert.ok(grant.pttlMs > 0 && grant.pttlMs <= 3_000, `a dead head costs no more than its ticket's lease (${grant.pttlMs} ms)`);
+    const lock = await b.redis.hgetall(k.lock);
+    assert.deepEqual([lock.o, lock.h, lock.n, lock["@t1"]], ["waiter", "t1", "1", "1"]);
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["t2"]);
+    await b.redis.ping();
+    assert.deepEqual(listener.messages, [`g t1 ${grant.token} ${grant.pttlMs}`]);
+    assertAllExpire(await b.snapshot(exclusiveKeys(k)));
+    // The grantee's own attempt finds the grant (its ticket is its hold): no second hold.
+    const again = await acquire("handoff", "waiter", "t1", { ticketLease: 3_000 });
+    assert.equal(again.status, "founded");
+    assert.equal(again.status === "founded" && again.token, grant.token);
+    listener.close();
+  });
+
+  void it("in quorum mode (no grants) the release only announces whose turn it is", async () => {
+    const k = b.exclusive("turns");
+    const listener = await b.listen(k.channel);
+    const token = await tokenOf("turns", "o", "h");
+    await acquire("turns", "w", "t1", { ticketLease: 3_000 });
+    assert.deepEqual(await b.run(release("turns", "h", "h", token, "0")), { status: "freed", grants: [] });
+    assert.equal(await b.redis.hexists(k.lock, "o"), 0, "nobody holds it until the head attempts");
+    await b.redis.ping();
+    assert.deepEqual(listener.messages, ["t t1"]);
+    listener.close();
+  });
+
+  void it("hold '*' finds the hold by the entry (abandoning a join by owner whose reply was lost)", async () => {
+    const k = b.exclusive("by-entry");
+    await acquire("by-entry", "job", "h1", { join: "*" });
+    await acquire("by-entry", "job", "zz", { entry: "lost-entry", join: "*" });
+    assert.deepEqual(await b.run(release("by-entry", "*", "lost-entry", "0")), { status: "held", entries: 1 });
+    assert.equal(await b.redis.hexists(k.lock, "@lost-entry"), 0);
   });
 });

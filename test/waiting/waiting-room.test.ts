@@ -49,7 +49,7 @@ describe("the waiting room", () => {
     const locks = h.locks({ pollInterval: 300 });
     const holder = await h.locks().mutex("lost-wakeup").acquire();
     const waiter = locks.mutex("lost-wakeup").acquire({ timeout: 10_000 });
-    await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", "surelock:{lost-wakeup}:released")) as [string, number])[1]) > 0, 3_000, "subscribed");
+    await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", "surelock:{lost-wakeup}:wake")) as [string, number])[1]) > 0, 3_000, "subscribed");
     await server.command("CLIENT", "KILL", "TYPE", "pubsub");
     await holder.release(); // its announcement may reach no one
     const lease = await within(3_000, waiter, "the waiter");
@@ -66,7 +66,7 @@ describe("the waiting room", () => {
     assert.ok(error.waitedMs >= 50, `waited ${error.waitedMs}`);
     const results = await Promise.allSettled(Array.from({ length: 1_000 }, () => locks.mutex("busy").acquire({ timeout: 20 })));
     assert.ok(results.every((r) => r.status === "rejected" && r.reason instanceof LockTimeoutError));
-    await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", "surelock:{busy}:released")) as [string, number])[1]) === 0, 3_000, "unsubscribed");
+    await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", "surelock:{busy}:wake")) as [string, number])[1]) === 0, 3_000, "unsubscribed");
     assert.ok(timers() <= timersBefore + 1, `timers: ${timersBefore} before, ${timers()} after`);
     await holder.release();
   });
@@ -82,7 +82,7 @@ describe("the waiting room", () => {
     const results = await Promise.allSettled(waits);
     assert.ok(results.every((r) => r.status === "rejected" && r.reason === reason));
     await eventually(async () => Number(await server.command("LLEN", "surelock:{abort}:queue")) === 0, 5_000, "queue empty");
-    assert.equal(await server.command("ZCARD", "surelock:{abort}:queue-deadlines"), 0);
+    assert.equal(await server.command("HLEN", "surelock:{abort}:tickets"), 0);
     await holder.release();
   });
 
@@ -114,7 +114,7 @@ describe("the waiting room", () => {
     await locks.close();
     assert.equal(((await pending) as { code?: string }).code, "ERR_SURELOCK_CLOSED");
     assert.equal(lease.signal.aborted, true);
-    assert.equal(await server.command("EXISTS", "surelock:{mine}:lock"), 0);
+    assert.equal(await server.command("HEXISTS", "surelock:{mine}:lock", "o"), 0);
     await assert.rejects(later.acquire(), { code: "ERR_SURELOCK_CLOSED" });
     assert.throws(() => locks.mutex("x"), { code: "ERR_SURELOCK_CLOSED" });
     await locks.close(); // idempotent

@@ -1,0 +1,180 @@
+/**
+ * Bounding promises, written once: every wait in surelock ends at the first of its own outcome,
+ * its timeout, its caller's signal and close(). An `Interruption` folds those into one
+ * AbortSignal; `race` settles a promise early when that signal aborts and hands a result that
+ * arrives afterwards to whoever must undo it. A `DeadlineQueue` bounds many calls that share one
+ * timeout with a single timer.
+ */
+import { setMaxListeners } from "node:events";
+import type { Clock } from "./clock.js";
+
+/** An AbortController that thousands of waiters may listen to. */
+export function widelyWatched(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
+}
+
+export interface InterruptionOptions {
+  readonly clock: Clock;
+  /** Monotonic instant at which `timeout()` becomes the reason; Infinity for none. */
+  readonly deadlineAt?: number;
+  readonly timeout?: () => Error;
+  /** Signals whose abort (with their own reason) interrupts too: the caller's, close()'s. */
+  readonly signals?: readonly (AbortSignal | undefined)[];
+}
+
+/** The first of a deadline and some signals, as one signal. Call `dispose()` when done. */
+export class Interruption {
+  readonly #controller = widelyWatched();
+  readonly #clock: Clock;
+  readonly #listening: [AbortSignal, () => void][] = [];
+  #timer: unknown;
+
+  constructor(o: InterruptionOptions) {
+    this.#clock = o.clock;
+    for (const signal of o.signals ?? []) {
+      if (!signal) continue;
+      if (signal.aborted) {
+        this.#controller.abort(signal.reason);
+        return;
+      }
+      const listener = (): void => this.#controller.abort(signal.reason);
+      signal.addEventListener("abort", listener, { once: true });
+      this.#listening.push([signal, listener]);
+    }
+    const at = o.deadlineAt ?? Infinity;
+    if (at < Infinity) this.#arm(at, o.timeout ?? (() => new Error("timed out")));
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Rejects with the reason if interrupted already. */
+  throwIfInterrupted(): void {
+    this.#controller.signal.throwIfAborted();
+  }
+
+  dispose(): void {
+    this.#clock.clearTimeout(this.#timer);
+    for (const [signal, listener] of this.#listening) signal.removeEventListener("abort", listener);
+    this.#listening.length = 0;
+  }
+
+  #arm(at: number, timeout: () => Error): void {
+    // Timers run on a coarser clock than ours and may fire a little early: re-arm until due.
+    const left = at - this.#clock.now();
+    if (left <= 0) {
+      this.#controller.abort(timeout());
+      return;
+    }
+    this.#timer = this.#clock.setTimeout(() => this.#arm(at, timeout), Math.ceil(left), true);
+  }
+}
+
+/**
+ * Settles as `work` does, or rejects with `stop.reason` as soon as `stop` aborts. A value `work`
+ * yields after that goes to `late` (to give back what was obtained too late).
+ */
+export function race<T>(work: Promise<T>, stop: AbortSignal, late?: (value: T) => void): Promise<T> {
+  if (stop.aborted) {
+    work.then((value) => late?.(value), () => {});
+    return Promise.reject(stop.reason as unknown);
+  }
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const onAbort = (): void => {
+      settled = true;
+      reject(stop.reason as unknown);
+    };
+    stop.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        stop.removeEventListener("abort", onAbort);
+        if (settled) late?.(value);
+        else {
+          settled = true;
+          resolve(value);
+        }
+      },
+      (error: unknown) => {
+        stop.removeEventListener("abort", onAbort);
+        if (settled) return;
+        settled = true;
+        reject(error);
+      },
+    );
+  });
+}
+
+interface Pending {
+  readonly at: number;
+  readonly expire: () => void;
+  done: boolean;
+}
+
+/**
+ * Deadlines of calls that all share one timeout: they expire in the order they were added, so a
+ * FIFO and one timer armed for its head bound them all (a timer and a closure per call cost more
+ * than the call's own bookkeeping on a fast network).
+ */
+export class DeadlineQueue {
+  readonly #clock: Clock;
+  readonly #timeoutMs: number;
+  readonly #queue: Pending[] = [];
+  #head = 0;
+  #armedAt = Infinity;
+
+  constructor(clock: Clock, timeoutMs: number) {
+    this.#clock = clock;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Calls `expire` after the timeout unless `cancel()` on the returned handle came first. */
+  add(expire: () => void): { cancel(): void } {
+    const pending: Pending = { at: this.#clock.now() + this.#timeoutMs, expire, done: false };
+    this.#queue.push(pending);
+    if (this.#armedAt === Infinity) this.#arm(pending.at);
+    return {
+      cancel: () => {
+        pending.done = true;
+        // Calls mostly settle in the order they were made: keep the line short as they do.
+        this.#skipDone();
+      },
+    };
+  }
+
+  #arm(at: number): void {
+    this.#armedAt = at;
+    this.#clock.setTimeout(() => this.#fire(), Math.ceil(at - this.#clock.now()));
+  }
+
+  #fire(): void {
+    this.#armedAt = Infinity;
+    const now = this.#clock.now();
+    while (this.#head < this.#queue.length) {
+      const next = this.#queue[this.#head] as Pending;
+      if (!next.done && next.at > now) break;
+      this.#head++;
+      if (!next.done) {
+        next.done = true;
+        next.expire();
+      }
+    }
+    this.#skipDone();
+    const head = this.#queue[this.#head];
+    if (head) this.#arm(head.at);
+  }
+
+  #skipDone(): void {
+    while (this.#head < this.#queue.length && (this.#queue[this.#head] as Pending).done) this.#head++;
+    if (this.#head === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+      this.#queue.splice(0, this.#head);
+      this.#head = 0;
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * A Hold: this process's view of one hold in Redis (one acquisition), shared by the leases that
+ * entered it here. It keeps the hold's validity under the ordering rule of docs/protocol.md: every
+ * request that confirms the hold records when it was sent and the ttl it sent; a reply confirms
+ * that ttl from that instant, only the newest request may lengthen validity, and an older reply
+ * may only shorten it.
+ */
+import { driftMs, type Clock } from "../clock.js";
+import { widelyWatched } from "../deadline.js";
+import { publish } from "../diagnostics.js";
+import { LockLostError, type LockLostReason } from "../errors.js";
+import type { HoldRef } from "../store/types.js";
+
+/** A request that may confirm the hold: what it sent, and when. */
+export interface Confirmation {
+  readonly seq: number;
+  readonly sentAt: number;
+  readonly ttlMs: number;
+}
+
+/** A lease of this process on the hold: one entry, whose signal ends with the hold. */
+export interface HoldWatcher {
+  readonly entry: string;
+  lost(error: LockLostError): void;
+}
+
+export class Hold {
+  readonly ref: HoldRef;
+  readonly key: string;
+  readonly owner: string;
+  /** Renewed by the watchdog (false for a fixed `leaseTime`, which ends by itself). */
+  readonly renewing: boolean;
+  /** The ttl the watchdog renews with; `extend(ttl)` changes it. */
+  ttlMs: number;
+  /** Monotonic instant until which the hold is provably ours. */
+  validUntilAt: number;
+  /** When the watchdog should renew it next. */
+  renewDueAt: number;
+  /** A renewal is on the wire, or the last one failed: a loss then is "unreachable". */
+  renewInFlight = false;
+  renewFailed = false;
+  /** Leases of this process on this hold. */
+  readonly leases = new Set<HoldWatcher>();
+  readonly #clock: Clock;
+  readonly #lost = widelyWatched();
+  #sent = 0;
+
+  constructor(init: { ref: HoldRef; owner: string; ttlMs: number; renewing: boolean; clock: Clock; confirmed: Confirmation; pttlMs: number }) {
+    this.ref = init.ref;
+    this.key = init.ref.target.keys.key;
+    this.owner = init.owner;
+    this.ttlMs = init.ttlMs;
+    this.renewing = init.renewing;
+    this.#clock = init.clock;
+    this.#sent = init.confirmed.seq;
+    this.validUntilAt = bound(init.confirmed.sentAt, init.pttlMs);
+    this.renewDueAt = init.confirmed.sentAt + init.pttlMs / 3;
+  }
+
+  /** The first request of a hold (its acquisition, or the refresh before its grant). */
+  static first(sentAt: number, ttlMs: number): Confirmation {
+    return { seq: 0, sentAt, ttlMs };
+  }
+
+  get token(): bigint {
+    return this.ref.token;
+  }
+
+  /** The reason the hold was lost, once it was. */
+  get lost(): LockLostError | undefined {
+    return this.#lost.signal.aborted ? (this.#lost.signal.reason as LockLostError) : undefined;
+  }
+
+  /** Aborts when the hold is lost (for races that must end then). */
+  get lostSignal(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  /** A request that may confirm the hold is about to be sent, for `ttlMs`. */
+  request(ttlMs: number): Confirmation {
+    return { seq: ++this.#sent, sentAt: this.#clock.now(), ttlMs };
+  }
+
+  /**
+   * Redis confirmed the hold in answer to `c`, with `pttlMs` left (the request's ttl when the
+   * script set it). The newest request sets validity; an older one may only shorten it.
+   */
+  confirm(c: Confirmation, pttlMs = c.ttlMs): void {
+    if (this.lost) return;
+    const until = bound(c.sentAt, pttlMs);
+    if (c.seq === this.#sent) {
+      this.validUntilAt = until;
+      this.renewDueAt = c.sentAt + pttlMs / 3;
+      this.renewFailed = false;
+    } else {
+      this.validUntilAt = Math.min(this.validUntilAt, until);
+    }
+  }
+
+  /** Marks the hold lost and tells every lease on it. Idempotent. */
+  lose(reason: LockLostReason, detail: string, lateByMs = 0): LockLostError {
+    const already = this.lost;
+    if (already) return already;
+    const error = new LockLostError(this.key, reason, detail);
+    this.#lost.abort(error);
+    publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
+    for (const lease of this.leases) lease.lost(error);
+    return error;
+  }
+
+  /** Loses the hold if its validity ran out by `at`. */
+  checkValidity(at = this.#clock.now()): void {
+    if (this.lost || at < this.validUntilAt) return;
+    const reason = this.renewInFlight || this.renewFailed ? "unreachable" : "expired";
+    this.lose(reason, "its validity ran out before a renewal was confirmed", at - this.validUntilAt);
+  }
+}
+
+/** Until when a hold confirmed by a request sent at `sentAt` with `pttlMs` left is provably ours. */
+function bound(sentAt: number, pttlMs: number): number {
+  return sentAt + pttlMs - driftMs(pttlMs);
+}

@@ -1,0 +1,193 @@
+/**
+ * The Lease: the handle of one entry of a hold. Release it once (a second release is a no-op;
+ * `await using` does it for you). `signal` aborts with a LockLostError the moment the hold can no
+ * longer be trusted. Every method settles by its own outcome, its command timeout, or the hold's
+ * validity, whichever comes first.
+ */
+import type { Clock } from "../clock.js";
+import { race } from "../deadline.js";
+import { publish } from "../diagnostics.js";
+import { ConnectionError, LockLostError, LockNotHeldError } from "../errors.js";
+import type { Grant, HoldState, ReleaseResult, Store } from "../store/types.js";
+import { checkTtl } from "../validate.js";
+import type { Hold, HoldWatcher } from "./hold.js";
+import type { Keepalive } from "./keepalive.js";
+
+/** What a lease needs from the Surelock it came from. */
+export interface LeaseRuntime {
+  readonly store: Store;
+  readonly keepalive: Keepalive;
+  readonly clock: Clock;
+  /** Grants a release made: a waiter of this process may be the one served. */
+  handOver(grants: readonly Grant[]): void;
+  /** The last lease of this process on `hold` is done. */
+  holdEnded(hold: Hold): void;
+}
+
+const INTERNAL = Symbol("surelock.lease");
+
+export class Lease implements AsyncDisposable, HoldWatcher {
+  /** The user's key, as given. */
+  readonly key: string;
+  /** Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries. */
+  readonly fencingToken: bigint;
+  /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
+  readonly owner: string;
+  /** @internal The entry this lease is, in its hold. */
+  readonly entry: string;
+  readonly #hold: Hold;
+  readonly #rt: LeaseRuntime;
+  readonly #controller = new AbortController();
+  readonly #acquiredAt: number;
+  #released = false;
+  #releasing: Promise<void> | undefined;
+
+  private constructor(token: typeof INTERNAL, hold: Hold, entry: string, rt: LeaseRuntime) {
+    if (token !== INTERNAL) throw new TypeError("a Lease is made by acquire(), tryAcquire() or withLock()");
+    this.key = hold.key;
+    this.fencingToken = hold.token;
+    this.owner = hold.owner;
+    this.#hold = hold;
+    this.entry = entry;
+    this.#rt = rt;
+    this.#acquiredAt = rt.clock.now();
+    hold.leases.add(this);
+    if (hold.lost) this.#controller.abort(hold.lost);
+  }
+
+  /** @internal A lease on `hold` for the entry `entry`. */
+  static _create(hold: Hold, entry: string, rt: LeaseRuntime): Lease {
+    return new Lease(INTERNAL, hold, entry, rt);
+  }
+
+  /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */
+  get signal(): AbortSignal {
+    if (!this.#released) this.#hold.checkValidity();
+    return this.#controller.signal;
+  }
+
+  /** Local view: acquired, not released, not known to be lost, validity not run out. */
+  get held(): boolean {
+    if (this.#released) return false;
+    this.#hold.checkValidity();
+    return !this.#hold.lost;
+  }
+
+  /** @internal The hold this lease stands on. */
+  get _hold(): Hold {
+    return this.#hold;
+  }
+
+  /** @internal */
+  lost(error: LockLostError): void {
+    if (!this.#released) this.#controller.abort(error);
+  }
+
+  /**
+   * Renews the lease now, for `ttl` ms (default: its current ttl), which the watchdog then keeps
+   * using. Rejects with LockLostError if it is no longer held (also when it was lost while the call
+   * was on the wire), LockNotHeldError after release.
+   */
+  async extend(ttl?: number): Promise<void> {
+    const ttlMs = ttl === undefined ? this.#hold.ttlMs : checkTtl("ttl", ttl);
+    const hold = this.#hold;
+    if (this.#released) throw new LockNotHeldError(this.key, "the lease was already released");
+    hold.checkValidity();
+    if (hold.lost) throw hold.lost;
+    hold.ttlMs = ttlMs;
+    const sent = hold.request(ttlMs);
+    const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs }]), hold.lostSignal,
+      (late) => this.#prolongedForNobody(late[0] as HoldState));
+    if (hold.lost) {
+      this.#prolongedForNobody(state as HoldState);
+      throw hold.lost;
+    }
+    if (state !== "held") throw hold.lose(state === "taken" ? "taken" : "expired", "found on extend");
+    hold.confirm(sent);
+    this.#rt.keepalive.confirmed(hold);
+    publish("extend", () => ({ key: this.key, fencingToken: this.fencingToken, ttl: ttlMs, automatic: false }));
+  }
+
+  /** Asks Redis whether this lease's hold still holds the lock. A "no" also aborts `signal`. */
+  async isHeld(): Promise<boolean> {
+    const hold = this.#hold;
+    if (this.#released || hold.lost) return false;
+    const state = await race(this.#rt.store.check(hold.ref), hold.lostSignal).catch((error: unknown) => {
+      if (error instanceof LockLostError) return "gone" as const;
+      throw error;
+    });
+    if (state === "held") return this.held;
+    hold.lose(state === "taken" ? "taken" : "expired", "found on isHeld");
+    return false;
+  }
+
+  /**
+   * Gives this entry back; the lock is freed at its hold's last entry. Idempotent: later calls do
+   * nothing. Rejects with LockLostError when the lease had been lost (the critical section may
+   * not have been exclusive); with ConnectionError (QuorumError in quorum mode) if Redis could not
+   * confirm it, at the latest when the lease's validity runs out: the lease is not renewed any
+   * more and the lock expires after its ttl.
+   */
+  release(): Promise<void> {
+    if (this.#released) return Promise.resolve();
+    this.#releasing ??= this.#release().finally(() => {
+      this.#releasing = undefined;
+    });
+    return this.#releasing;
+  }
+
+  /** Releases the lease (for `await using`). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  async #release(): Promise<void> {
+    const hold = this.#hold;
+    const rt = this.#rt;
+    // Stop renewing before the network call: a release must never race a renewal of itself. The
+    // validity stays watched: it bounds this call, and the signal still aborts when it runs out.
+    hold.leases.delete(this);
+    const last = hold.leases.size === 0;
+    if (last) rt.keepalive.stopRenewing(hold);
+    hold.checkValidity();
+    const lostBefore = hold.lost;
+    if (lostBefore) {
+      this.#finish(last);
+      // Redis may still have it (this process was paused, say): give it back, so it blocks nobody.
+      rt.store.release(hold.ref, this.entry).catch(() => {});
+      throw lostBefore;
+    }
+    let result: ReleaseResult;
+    try {
+      result = await race(rt.store.release(hold.ref, this.entry), hold.lostSignal);
+    } catch (error) {
+      this.#finish(last);
+      if (error === hold.lost) {
+        throw new ConnectionError(`the release of lock "${this.key}" was not confirmed before its validity ran out; the lock expires by itself`,
+          { cause: error });
+      }
+      throw error;
+    }
+    this.#finish(last);
+    if (result.status === "gone" || result.status === "taken") {
+      const error = hold.lose(result.status === "taken" ? "taken" : "expired", "found on release");
+      this.#controller.abort(error);
+      throw error;
+    }
+    if (result.status === "freed") rt.handOver(result.grants);
+    publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: rt.clock.now() - this.#acquiredAt }));
+  }
+
+  #finish(last: boolean): void {
+    this.#released = true;
+    if (!last) return;
+    this.#rt.keepalive.forget(this.#hold);
+    this.#rt.holdEnded(this.#hold);
+  }
+
+  /** An extension confirmed after the hold was lost kept the lock for nobody: give our entries back. */
+  #prolongedForNobody(state: HoldState): void {
+    if (state !== "held") return;
+    for (const lease of this.#hold.leases) this.#rt.store.release(this.#hold.ref, lease.entry).catch(() => {});
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * The three ways into every primitive (acquire, tryAcquire, withLock), written once over a small
+ * per-primitive spec: which lock, which mode, and how a flow that already holds it comes in again.
+ */
+import { driftMs } from "../clock.js";
+import { publish } from "../diagnostics.js";
+import { ConnectionError, DeadlockError, LockTimeoutError, QuorumError } from "../errors.js";
+import { Lease } from "../lease/lease.js";
+import type { Runtime } from "../runtime.js";
+import type { AcquireCall, HoldMode, LockTarget } from "../store/types.js";
+import { checkFunction, checkOptions, checkOwner, checkSignal, checkTimeout, checkTtl } from "../validate.js";
+import { refusal, ticketLeaseMs, type Obtained } from "../waiting/waiting-room.js";
+import type { Section } from "./sections.js";
+
+/** Options of `acquire`. */
+export interface AcquireOptions {
+  /** Longest wait in ms; 0 means one attempt. Default: wait until `signal` aborts. */
+  readonly timeout?: number;
+  /** Gives up the wait; the acquire rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Acquire as this owner: holders with the same owner share (re-enter) the lock, across flows and processes. */
+  readonly owner?: string;
+  /**
+   * A fixed lease of this many ms: not renewed by the watchdog, it ends by itself (its signal
+   * aborts at the end of its validity). Default: a lease of the lock's ttl, renewed while held.
+   */
+  readonly leaseTime?: number;
+}
+
+/** Options of `tryAcquire`. */
+export interface TryAcquireOptions {
+  /** Acquire as this owner (see AcquireOptions.owner). */
+  readonly owner?: string;
+  /** A fixed lease (see AcquireOptions.leaseTime). */
+  readonly leaseTime?: number;
+}
+
+/** Options of `withLock`: those of `acquire`. */
+export type WithLockOptions = AcquireOptions;
+
+/** The work run by `withLock`: it receives the lease (pass `lease.signal` on to your I/O). */
+export type LockedWork<T> = (lease: Lease) => Promise<T> | T;
+
+/** What every primitive offers: the three ways in. */
+export interface Lockable {
+  /** The user's key. */
+  readonly key: string;
+  acquire(options?: AcquireOptions): Promise<Lease>;
+  tryAcquire(options?: TryAcquireOptions): Promise<Lease | null>;
+  withLock<T>(work: LockedWork<T>, options?: WithLockOptions): Promise<T>;
+}
+
+/** How a flow that holds `section` on this lock comes in again. */
+export type Reentry =
+  | { readonly kind: "fresh" }
+  /** One more entry on the section's hold. */
+  | { readonly kind: "join"; readonly hold: string }
+  /** A hold of its own, let in past the queue because the flow holds `via` (a nested read). */
+  | { readonly kind: "nested"; readonly via: string }
+  | { readonly kind: "deadlock"; readonly why: string };
+
+/** One primitive, as the lock engine needs it. */
+export interface LockSpec {
+  readonly key: string;
+  readonly target: LockTarget;
+  /** The re-entry identity: sections of this id are this lock's. */
+  readonly lockId: string;
+  readonly channel: string;
+  readonly mode: HoldMode;
+  readonly permits: number;
+  readonly ttlMs: number;
+  /** Whether an explicit `owner` joins the hold that owner has (mutexes and write sides). */
+  readonly sharesByOwner: boolean;
+  reentry(section: Section | undefined): Reentry;
+}
+
+interface Wanted {
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly owner: string | undefined;
+  readonly leaseTimeMs: number | undefined;
+}
+
+export abstract class Lock implements Lockable {
+  readonly key: string;
+  readonly #rt: Runtime;
+  readonly #spec: LockSpec;
+
+  protected constructor(rt: Runtime, spec: LockSpec) {
+    this.#rt = rt;
+    this.#spec = spec;
+    this.key = spec.key;
+  }
+
+  /**
+   * Waits for the lock and returns its lease. Rejects with LockTimeoutError after `timeout` ms,
+   * with `signal.reason` when the signal aborts, ClosedError when the Surelock is closed,
+   * ConnectionError (QuorumError) if Redis cannot be reached.
+   */
+  async acquire(options?: AcquireOptions): Promise<Lease> {
+    return this.#acquire(this.#check(options, ["timeout", "signal", "owner", "leaseTime"]));
+  }
+
+  /** One attempt, no waiting: the lease, or null if someone else holds the lock. */
+  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
+    const wanted = { ...this.#check(options, ["owner", "leaseTime"]), timeoutMs: 0 };
+    return this.#acquire(wanted).catch((error: unknown) => {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    });
+  }
+
+  /**
+   * Acquires, runs `work(lease)`, releases, and returns what `work` returned. Inside `work`, the
+   * same lock re-enters (see docs/api.md, Reentrancy). Rejects with LockLostError if the lease was
+   * lost while `work` ran, even when `work` resolved; if `work` threw, its error wins.
+   */
+  async withLock<T>(work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
+    checkFunction("work", work);
+    const lease = await this.#acquire(this.#check(options, ["timeout", "signal", "owner", "leaseTime"]));
+    const section: Section = { lease, mode: this.#spec.mode === "r" ? "r" : "w", open: true };
+    let value: T;
+    try {
+      value = await this.#rt.sections.run(this.#spec.lockId, section, () => work(lease));
+    } catch (error) {
+      section.open = false;
+      await lease.release().catch((releaseError: unknown) => {
+        publish("error", () => ({ key: this.key, operation: "release", error: releaseError as Error }));
+      });
+      throw error;
+    }
+    section.open = false;
+    try {
+      await lease.release();
+    } catch (error) {
+      // Lost: the section may not have been exclusive, the caller must know. Unconfirmed release:
+      // the lease was valid when the work ended, so the result stands; the lock expires by itself.
+      if (!(error instanceof ConnectionError || error instanceof QuorumError)) throw error;
+      publish("error", () => ({ key: this.key, operation: "release", error }));
+    }
+    return value;
+  }
+
+  #check(options: unknown, allowed: readonly (keyof AcquireOptions)[]): Wanted {
+    const o = checkOptions<AcquireOptions>("options", options, allowed);
+    const wanted: Wanted = {
+      timeoutMs: o.timeout === undefined ? Infinity : checkTimeout("options.timeout", o.timeout),
+      signal: o.signal === undefined ? undefined : checkSignal("options.signal", o.signal),
+      owner: o.owner === undefined ? undefined : checkOwner("options.owner", o.owner),
+      leaseTimeMs: o.leaseTime === undefined ? undefined : checkTtl("options.leaseTime", o.leaseTime),
+    };
+    this.#rt.assertOpen();
+    return wanted;
+  }
+
+  async #acquire(w: Wanted): Promise<Lease> {
+    const rt = this.#rt;
+    const spec = this.#spec;
+    const startedAt = rt.clock.now();
+    const section = rt.sections.current(spec.lockId);
+    // A section whose hold was lost cannot be re-entered, nor left for a fresh acquisition.
+    const lost = section?.lease._hold.lost;
+    if (lost) throw lost;
+    const reentry: Reentry = w.owner !== undefined && spec.sharesByOwner ? { kind: "fresh" } : spec.reentry(section);
+    if (reentry.kind === "deadlock") throw new DeadlockError(this.key, reentry.why);
+    const ttlMs = w.leaseTimeMs ?? spec.ttlMs;
+    const hold = rt.ids.id();
+    const call: AcquireCall = {
+      target: spec.target,
+      ask: {
+        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : rt.ids.owner()),
+        hold, ttlMs, mode: spec.mode, permits: spec.permits,
+        ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
+      },
+      entry: reentry.kind === "join" ? rt.ids.id() : hold,
+      join: reentry.kind === "join" ? reentry.hold : reentry.kind === "nested" ? reentry.via
+        : w.owner !== undefined && spec.sharesByOwner ? "*" : "",
+    };
+    let got: Obtained;
+    for (;;) {
+      if (reentry.kind === "fresh") {
+        got = await rt.waiting.acquire({ call, channel: spec.channel, timeoutMs: w.timeoutMs, signal: w.signal });
+      } else {
+        const { result, sentAt } = await rt.waiting.once(call, w.signal);
+        if (result.status === "busy") throw new DeadlockError(this.key, "a nested acquisition found the lock held by another hold");
+        if (result.status === "gone" || result.status === "conflict") {
+          if (result.status === "gone") section?.lease._hold.lose("expired", "found when re-entering");
+          throw refusal(this.key, result);
+        }
+        got = { ref: result.ref, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
+      }
+      // An answer so late that the lease is already unsafe (a paused process): give it back, try again.
+      if (reentry.kind !== "fresh" || got.sentAt + got.pttlMs - driftMs(got.pttlMs) > rt.clock.now()) break;
+      await rt.store.abandon(call);
+    }
+    const leaseHold = rt.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined);
+    const lease = Lease._create(leaseHold, call.entry, rt);
+    publish("acquire", () => ({
+      key: this.key, fencingToken: lease.fencingToken, reentered: got.entered, waitedMs: rt.clock.now() - startedAt, attempts: got.attempts,
+    }));
+    return lease;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * What every primitive of one Surelock shares: the store (one deployment or a quorum), the clock,
+ * the watchdog, the waiting room and its wake-up subscriptions, the sections that carry
+ * reentrancy, this process's holds, and one `closed` signal that ends every wait.
+ */
+import type { Clock } from "./clock.js";
+import { widelyWatched } from "./deadline.js";
+import { ClosedError } from "./errors.js";
+import { Ids } from "./ids.js";
+import type { KeySpace } from "./keys.js";
+import { Hold } from "./lease/hold.js";
+import { Keepalive } from "./lease/keepalive.js";
+import type { LeaseRuntime } from "./lease/lease.js";
+import { Sections } from "./primitives/sections.js";
+import type { Grant, Store } from "./store/types.js";
+import type { Obtained } from "./waiting/waiting-room.js";
+import { WaitingRoom } from "./waiting/waiting-room.js";
+import { Wakeups } from "./waiting/wakeups.js";
+
+export interface RuntimeOptions {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly keys: KeySpace;
+  readonly defaultTtlMs: number;
+  /** Longest pause between two checks of a waiting ticket, ms. */
+  readonly pollMs: number;
+  /** Longest wait for any one step of close(), ms. */
+  readonly closeMs: number;
+}
+
+export class Runtime implements LeaseRuntime {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly keys: KeySpace;
+  readonly defaultTtlMs: number;
+  readonly ids = new Ids();
+  readonly keepalive: Keepalive;
+  readonly waiting: WaitingRoom;
+  readonly sections = new Sections();
+  readonly #wakeups: Wakeups;
+  readonly #closer = widelyWatched();
+  /** This process's holds by hold id, so that a re-entry joins its section's hold. */
+  readonly #holds = new Map<string, Hold>();
+  #closing: Promise<void> | undefined;
+
+  constructor(o: RuntimeOptions) {
+    this.store = o.store;
+    this.clock = o.clock;
+    this.keys = o.keys;
+    this.defaultTtlMs = o.defaultTtlMs;
+    this.keepalive = new Keepalive(o.store, o.clock);
+    this.waiting = new WaitingRoom({ store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs });
+    this.#wakeups = new Wakeups(() => o.store.subscribers(), this.waiting, o.clock, o.closeMs);
+    this.waiting.listen(this.#wakeups);
+  }
+
+  /** Aborts, with a ClosedError, when close() is called. */
+  get closed(): AbortSignal {
+    return this.#closer.signal;
+  }
+
+  /** Number of wake-up channels subscribed (for tests and diagnostics). */
+  get subscriptions(): number {
+    return this.#wakeups.size;
+  }
+
+  assertOpen(): void {
+    if (this.#closer.signal.aborted) throw new ClosedError();
+  }
+
+  /** The hold an obtained acquisition stands on: the one this process has already, or a new one. */
+  holdFor(got: Obtained, owner: string, ttlMs: number, renewing: boolean): Hold {
+    const existing = this.#holds.get(got.ref.hold);
+    if (existing && !existing.lost) return existing;
+    const hold = new Hold({ ref: got.ref, owner, ttlMs, renewing, clock: this.clock, confirmed: Hold.first(got.sentAt, ttlMs), pttlMs: got.pttlMs });
+    this.#holds.set(got.ref.hold, hold);
+    this.keepalive.track(hold);
+    return hold;
+  }
+
+  handOver(grants: readonly Grant[]): void {
+    this.waiting.handOver(grants);
+  }
+
+  holdEnded(hold: Hold): void {
+    if (this.#holds.get(hold.ref.hold) === hold) this.#holds.delete(hold.ref.hold);
+  }
+
+  /**
+   * Ends every wait (ClosedError), gives back every entry this process holds (their signals
+   * abort first) and closes the wake-up connections. Each step is bounded; a second call joins the
+   * first.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#closer.abort(new ClosedError());
+    const holds = this.keepalive.close();
+    this.#holds.clear();
+    await Promise.all([
+      this.#wakeups.close(),
+      ...holds.flatMap((hold) => {
+        const entries = [...hold.leases].map((lease) => lease.entry);
+        hold.lose("expired", "the Surelock instance was closed");
+        // Each call is bounded by its command timeout; what does not get through expires by itself.
+        return entries.map((entry) => this.store.release(hold.ref, entry).catch(() => {}));
+      }),
+    ]);
+  }
+}

@@ -1,0 +1,77 @@
+-- keepalive.lua: the watchdog's one call per node and tick (per slot in a Cluster): renews the
+-- holds that are due and refreshes the tickets of the waiters that are due.
+-- KEYS: ...keys
+-- ARGV: ...items
+-- Each item is a kind followed by its arguments, and takes the next KEYS in order:
+--   'x' hold ttl                          KEYS lock                                a mutex hold
+--   's' hold ttl                          KEYS state holders entries               a shared hold
+--   'q' ticket lease ttl owner            KEYS lock queue tickets                  a mutex waiter
+--   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
+-- Invariant: a hold is renewed only while that very hold is live, never revived; a ticket keeps
+-- its place while refreshed (a lapsed one stands again at the back); nothing is ever founded here.
+-- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
+-- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
+-- {0, position} waiting.
+--@include lib/clock.lua
+--@include lib/counter.lua
+--@include lib/queue.lua
+--@include lib/shared.lua
+local out, k, i = {}, 1, 1
+local function key()
+  local name = KEYS[k]
+  k = k + 1
+  return name
+end
+while i <= #ARGV do
+  local kind = ARGV[i]
+  if kind == 'x' then
+    local lock, hold, ttl = key(), ARGV[i + 1], ARGV[i + 2]
+    local h = redis.call('HGET', lock, 'h')
+    if h == hold then
+      redis.call('PEXPIRE', lock, ttl)
+      out[#out + 1] = 1
+    elseif h then out[#out + 1] = -1
+    else out[#out + 1] = 0 end
+    i = i + 3
+  elseif kind == 's' then
+    local state, holders, entries, hold, ttl = key(), key(), key(), ARGV[i + 1], tonumber(ARGV[i + 2])
+    local score = tonumber(redis.call('ZSCORE', holders, hold))
+    if score and score > nowMs() then
+      redis.call('ZADD', holders, 'XX', nowMs() + ttl, hold)
+      for _, name in ipairs({state, holders, entries}) do
+        local pttl = redis.call('PTTL', name)
+        if pttl >= 0 and pttl < ttl then redis.call('PEXPIRE', name, ttl) end
+      end
+      out[#out + 1] = 1
+    else out[#out + 1] = 0 end
+    i = i + 3
+  elseif kind == 'q' then
+    local lock, queue, tickets = key(), key(), key()
+    local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
+    local st = redis.call('HMGET', lock, 'h', 't')
+    if st[1] == ticket then
+      out[#out + 1] = {1, tonumber(st[2]), redis.call('PTTL', lock)}
+    else
+      liveHead(queue, tickets)
+      local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
+      if position == 0 and not st[1] then out[#out + 1] = {2} else out[#out + 1] = {0, position} end
+    end
+    i = i + 5
+  else
+    local state, holders, entries, queue, tickets = key(), key(), key(), key(), key()
+    local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
+    local mode, take = ARGV[i + 5], tonumber(ARGV[i + 6])
+    prune(state, holders, entries)
+    local score = tonumber(redis.call('ZSCORE', holders, ticket))
+    if score and score > 0 then
+      out[#out + 1] = {1, recordOf(state, ticket).token, score - nowMs()}
+    else
+      liveHead(queue, tickets)
+      local position = stand(queue, tickets, ticket, lease, ttl, take, mode, owner)
+      if position == 0 and fits(state, holders, mode, take, owner) then out[#out + 1] = {2}
+      else out[#out + 1] = {0, position} end
+    end
+    i = i + 7
+  end
+end
+return out

@@ -1,0 +1,28 @@
+-- leave-queue-shared.lua: a waiter of a semaphore or read-write lock gives up and leaves the lock
+-- as if it had never asked.
+-- KEYS: state, holders, entries, queue, tickets, channel
+-- ARGV: ticket, window, keep, grant, publish
+-- Invariant: afterwards the ticket neither stands in line nor holds a place — a hold founded for it
+-- (a grant that crossed its departure, or its own attempt whose answer was lost) is given back;
+-- the places it leaves go to the heads behind it; running it again changes nothing.
+-- Returns 2 gave back a hold, 1 left the line, 0 was nowhere.
+--@include lib/clock.lua
+--@include lib/counter.lua
+--@include lib/queue.lua
+--@include lib/shared.lua
+prune(state, holders, entries)
+local left = 0
+local score = tonumber(redis.call('ZSCORE', holders, ticket))
+if score and score > 0 then
+  redis.call('ZADD', holders, -(nowMs() + tonumber(window)), ticket)
+  forget(state, entries, recordOf(state, ticket))
+  left = 2
+else
+  left = redis.call('HDEL', tickets, ticket)
+  redis.call('LREM', queue, 1, ticket)
+end
+if left > 0 then
+  handOverShared(state, holders, entries, queue, tickets, channel, grant, publish)
+  touch(state, holders, entries, tonumber(keep))
+end
+return left

@@ -1,0 +1,28 @@
+-- lib/exclusive.lua: a mutex's hold lives in the lock hash: o owner, h hold id, t token, n
+-- entries, and `@<entry>` per entry (1 the founding one, 2 a re-entry). The hash's PTTL is the
+-- hold's lease, so the hold and the hash expire together.
+local function found(lock, hold, owner, entry, ttl)
+  local token = nextToken(lock)
+  redis.call('HSET', lock, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
+  redis.call('PEXPIRE', lock, ttl)
+  return token
+end
+
+-- The lock was just freed. In single-node mode (`grant` '1') it goes to the live head of the
+-- queue, founded with a PTTL of what is left of that ticket's lease, so that a dead or paused head
+-- costs no more than that; the grant is announced as "g <ticket> <token> <pttl>". In quorum mode
+-- nodes would grant to different heads, so the head is only told it is its turn ("t <ticket>").
+-- With nobody live in line the hash keeps its counter for `keep` ms.
+local function handOver(lock, queue, tickets, channel, keep, grant, publish)
+  local head = liveHead(queue, tickets)
+  if head and grant == '1' then
+    serveHead(queue, tickets, head.id)
+    local pttl = math.min(head.ttl, head.deadline - nowMs())
+    local token = found(lock, head.id, head.owner, head.id, pttl)
+    redis.call(publish, channel, string.format('g %s %d %d', head.id, token, pttl))
+    return {1, head.id, token, pttl}
+  end
+  redis.call('PEXPIRE', lock, keep)
+  if head then redis.call(publish, channel, 't ' .. head.id) end
+  return {1}
+end

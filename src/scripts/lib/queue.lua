@@ -1,0 +1,43 @@
+-- lib/queue.lua: a lock's queue. `queue` lists tickets, head first; `tickets` maps each ticket to
+-- what its waiter asked for, "<deadline ms>|<ttl ms>|<permits>|<mode>|<owner>". A ticket is live
+-- until its deadline (its waiter refreshes it); lapsed tickets are dropped from the head by
+-- whichever script looks. A ticket is also the id of the hold its waiter will found.
+local function ticketOf(tickets, ticket)
+  local reg = redis.call('HGET', tickets, ticket)
+  if not reg then return nil end
+  local deadline, ttl, permits, mode, owner = string.match(reg, '^(%d+)|(%d+)|(%d+)|(%a)|(.*)$')
+  return { id = ticket, deadline = tonumber(deadline), ttl = tonumber(ttl), permits = tonumber(permits),
+    mode = mode, owner = owner }
+end
+
+-- The first live ticket, after dropping the lapsed ones ahead of it; nil if there is none.
+local function liveHead(queue, tickets)
+  local head = redis.call('LINDEX', queue, 0)
+  while head do
+    local t = ticketOf(tickets, head)
+    if t and t.deadline > nowMs() then return t end
+    redis.call('LPOP', queue)
+    redis.call('HDEL', tickets, head)
+    head = redis.call('LINDEX', queue, 0)
+  end
+  return nil
+end
+
+-- Puts a ticket at the back of the line, or refreshes its deadline if it stands there already.
+-- Returns its position (0 = head).
+local function stand(queue, tickets, ticket, leaseMs, ttl, permits, mode, owner)
+  if redis.call('HEXISTS', tickets, ticket) == 0 then redis.call('RPUSH', queue, ticket) end
+  redis.call('HSET', tickets, ticket,
+    string.format('%d|%d|%d|%s|%s', nowMs() + leaseMs, ttl, permits, mode, owner))
+  -- The line outlives its newest ticket's lease, then vanishes on its own.
+  local keep = leaseMs * 2
+  if redis.call('PTTL', queue) < keep then redis.call('PEXPIRE', queue, keep) end
+  if redis.call('PTTL', tickets) < keep then redis.call('PEXPIRE', tickets, keep) end
+  return redis.call('LPOS', queue, ticket)
+end
+
+-- Takes the head ticket out of line (it is being served).
+local function serveHead(queue, tickets, ticket)
+  redis.call('LPOP', queue)
+  redis.call('HDEL', tickets, ticket)
+end

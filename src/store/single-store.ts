@@ -1,0 +1,196 @@
+/**
+ * The lock protocol on one Redis deployment (standalone, Sentinel or Cluster): each operation is
+ * one script call through the endpoint; a keep-alive batch is one call per slot and chunk.
+ */
+import type { Endpoint } from "../adapters/endpoint.js";
+import type { RedisSubscriber } from "../adapters/types.js";
+import { slotOf } from "../keys.js";
+import { publish } from "../diagnostics.js";
+import { holdState, scripts, ticketState, type AcquireReply, type HoldState, type ReleaseReply } from "../scripts/index.js";
+import type {
+  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, ReleaseResult, Store,
+} from "./types.js";
+
+export interface SingleStoreOptions {
+  /** How long a freed lock's counter outlives its last hold, ms. */
+  readonly keepMs: number;
+  /** How long a released shared hold's tombstone answers replays, ms. */
+  readonly replayWindowMs: number;
+  /** Whether a release grants the lock to the queue's head (not in quorum mode, not with replicas). */
+  readonly grants: boolean;
+}
+
+/**
+ * Items per keep-alive call: each costs Redis a few microseconds, so a call of this size blocks
+ * other clients for about 2 ms at most. Larger batches are split and the parts pipelined.
+ */
+const KEEPALIVE_CHUNK = 500;
+
+export class SingleStore implements Store {
+  readonly endpoint: Endpoint;
+  readonly grants: boolean;
+  readonly #o: SingleStoreOptions;
+  readonly #grant: "0" | "1";
+
+  constructor(endpoint: Endpoint, o: SingleStoreOptions) {
+    this.endpoint = endpoint;
+    this.#o = o;
+    this.grants = o.grants;
+    this.#grant = o.grants ? "1" : "0";
+  }
+
+  get name(): string {
+    return this.endpoint.name;
+  }
+
+  async acquire(call: AcquireCall): Promise<AcquireResult> {
+    const { target, ask, entry, join } = call;
+    // A reply that comes after we gave up on it still took (or queued) something: give it back.
+    const undo = (): void => this.#abandonQuietly(call);
+    let reply: AcquireReply;
+    if (target.family === "exclusive") {
+      const k = target.keys;
+      reply = await this.endpoint.run(scripts.acquire.call(
+        { lock: k.lock, queue: k.queue, tickets: k.tickets },
+        { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs },
+      ), undo);
+    } else {
+      const k = target.keys;
+      reply = await this.endpoint.run(scripts.acquireShared.call(
+        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets },
+        {
+          owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, mode: ask.mode, permits: ask.permits, limit: target.limit,
+          join, ticketLease: ask.ticketLeaseMs, keep: this.#o.keepMs,
+        },
+      ), undo);
+    }
+    if (reply.status === "busy" || reply.status === "gone" || reply.status === "conflict") return reply;
+    return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs };
+  }
+
+  async abandon(call: AcquireCall): Promise<void> {
+    if (call.join === "" || call.join === "*") {
+      // Leaving the queue also gives back a hold founded for the ticket (= the hold's id).
+      await this.#leave(call.target, call.ask.hold);
+    }
+    if (call.join !== "") {
+      // An entry that may have been added to a hold (a re-entry, or a join by owner: '*' lets the
+      // script find the hold by the entry).
+      await this.release({ target: call.target, hold: call.join, token: 0n }, call.entry);
+    }
+  }
+
+  async release(ref: HoldRef, entry: string): Promise<ReleaseResult> {
+    let reply: ReleaseReply;
+    if (ref.target.family === "exclusive") {
+      const k = ref.target.keys;
+      reply = await this.endpoint.run(scripts.release.call(
+        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel },
+        { hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
+      ));
+    } else {
+      const k = ref.target.keys;
+      reply = await this.endpoint.run(scripts.releaseShared.call(
+        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
+        { hold: ref.hold, entry, window: this.#o.replayWindowMs, keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
+      ));
+    }
+    return reply.status === "held" ? { status: "held" } : reply;
+  }
+
+  async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
+    const out = new Array<KeepaliveResult>(items.length);
+    await Promise.all(this.#batches(items).map(async (indexes) => {
+      const keys: string[] = [];
+      const args: (string | number)[] = [];
+      for (const i of indexes) encode(items[i] as KeepaliveItem, keys, args);
+      const replies = await this.endpoint.run(scripts.keepalive.call({}, {}, { keys, args }));
+      if (replies.length !== indexes.length) throw new Error(`keepalive.lua answered ${replies.length} items of ${indexes.length}`);
+      indexes.forEach((index, j) => {
+        out[index] = (items[index] as KeepaliveItem).kind === "renew" ? holdState("keepalive", replies[j]) : ticketState(replies[j]);
+      });
+    }));
+    return out;
+  }
+
+  check(ref: HoldRef): Promise<HoldState> {
+    const target = ref.target;
+    const key = target.family === "exclusive" ? target.keys.lock : target.keys.holders;
+    return this.endpoint.run(scripts.check.call({ key }, { kind: target.family === "exclusive" ? "x" : "s", hold: ref.hold }));
+  }
+
+  async raise(target: LockTarget, chosen: bigint): Promise<void> {
+    const hash = target.family === "exclusive" ? target.keys.lock : target.keys.state;
+    await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs }));
+  }
+
+  subscribers(): Promise<RedisSubscriber>[] {
+    return [this.endpoint.adapter.createSubscriber()];
+  }
+
+  async #leave(target: LockTarget, ticket: string): Promise<void> {
+    const common = { keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish };
+    if (target.family === "exclusive") {
+      const k = target.keys;
+      await this.endpoint.run(scripts.leaveQueue.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel }, { ticket, ...common }));
+    } else {
+      const k = target.keys;
+      await this.endpoint.run(scripts.leaveQueueShared.call(
+        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
+        { ticket, window: this.#o.replayWindowMs, ...common },
+      ));
+    }
+  }
+
+  #abandonQuietly(call: AcquireCall): void {
+    this.abandon(call).catch((error: unknown) => {
+      // It expires by itself: the hold after its ttl, the ticket after its lease.
+      publish("error", () => ({ key: call.target.keys.key, operation: "abandon", error: error as Error }));
+    });
+  }
+
+  /** Item indexes per call: one slot per call in a Cluster (a script's keys must share one), in chunks. */
+  #batches(items: readonly KeepaliveItem[]): number[][] {
+    const groups = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      const slot = this.endpoint.adapter.cluster ? slotOf(firstKey(item)) : 0;
+      const group = groups.get(slot);
+      if (group) group.push(i);
+      else groups.set(slot, [i]);
+    });
+    const out: number[][] = [];
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += KEEPALIVE_CHUNK) out.push(group.slice(i, i + KEEPALIVE_CHUNK));
+    }
+    return out;
+  }
+}
+
+function targetOf(item: KeepaliveItem): LockTarget {
+  return item.kind === "renew" ? item.ref.target : item.target;
+}
+
+function firstKey(item: KeepaliveItem): string {
+  const target = targetOf(item);
+  return target.family === "exclusive" ? target.keys.lock : target.keys.state;
+}
+
+/** An item's kind, arguments and keys, in keepalive.lua's layout. */
+function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]): void {
+  const target = targetOf(item);
+  if (item.kind === "renew") {
+    if (target.family === "exclusive") keys.push(target.keys.lock);
+    else keys.push(target.keys.state, target.keys.holders, target.keys.entries);
+    args.push(target.family === "exclusive" ? "x" : "s", item.ref.hold, item.ttlMs);
+    return;
+  }
+  const a = item.ask;
+  if (target.family === "exclusive") {
+    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets);
+    args.push("q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
+  } else {
+    const k = target.keys;
+    keys.push(k.state, k.holders, k.entries, k.queue, k.tickets);
+    args.push("Q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner, a.mode, a.permits);
+  }
+}

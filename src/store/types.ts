@@ -1,0 +1,87 @@
+/**
+ * The lock protocol as the layers above see it, on one deployment or a quorum of them: attempts,
+ * releases, departures from the queue, keep-alive batches, checks. Every operation is idempotent
+ * (docs/protocol.md), so a call whose answer was lost is simply made again or abandoned.
+ */
+import type { RedisSubscriber } from "../adapters/types.js";
+import type { ExclusiveKeys, SharedKeys } from "../keys.js";
+import type { Grant, HoldState, TicketState } from "../scripts/index.js";
+
+export type { Grant, HoldState, TicketState } from "../scripts/index.js";
+
+/** Which lock: a mutex's hash, or a shared lock's zset (with a semaphore's limit). */
+export type LockTarget =
+  | { readonly family: "exclusive"; readonly keys: ExclusiveKeys }
+  | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number };
+
+/** 'x' mutex, 's' semaphore permits, 'r' read, 'w' write. */
+export type HoldMode = "x" | "s" | "r" | "w";
+
+/** What a fresh acquisition asks for: also its ticket's registration while it waits. */
+export interface Ask {
+  readonly owner: string;
+  /** The hold it founds; also its ticket and its first entry's id. */
+  readonly hold: string;
+  readonly ttlMs: number;
+  readonly mode: HoldMode;
+  readonly permits: number;
+  /** How long its ticket stays live without a refresh; 0: one attempt, no ticket. */
+  readonly ticketLeaseMs: number;
+}
+
+/** One attempt: fresh (`join` ''), a re-entry of a hold (`join` its id), or a join by owner ('*'). */
+export interface AcquireCall {
+  readonly target: LockTarget;
+  readonly ask: Ask;
+  /** This entry's id (= ask.hold when fresh). */
+  readonly entry: string;
+  readonly join: string;
+}
+
+/** What a store holds on to for a hold, to release, renew and check it. */
+export interface HoldRef {
+  readonly target: LockTarget;
+  readonly hold: string;
+  /** The fencing token (in quorum mode, the one the majority chose). */
+  readonly token: bigint;
+  /** Quorum mode: each node's own token for the hold, 0n where the node has none. */
+  readonly nodeTokens?: bigint[];
+}
+
+export type AcquireResult =
+  | { readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number }
+  /** Wait: for a grant or a turn when queued (`position` ≥ 0); else attempt again after `waitMs`. */
+  | { readonly status: "busy"; readonly waitMs: number; readonly position: number }
+  | { readonly status: "gone" }
+  | { readonly status: "conflict"; readonly limit: number };
+
+export type ReleaseResult =
+  | { readonly status: "held" }
+  | { readonly status: "freed"; readonly grants: readonly Grant[] }
+  | { readonly status: "released" }
+  | { readonly status: "gone" }
+  | { readonly status: "taken" };
+
+/** Renew a hold for `ttlMs`, or refresh a waiter's ticket (and learn of a grant). */
+export type KeepaliveItem =
+  | { readonly kind: "renew"; readonly ref: HoldRef; readonly ttlMs: number }
+  | { readonly kind: "ticket"; readonly target: LockTarget; readonly ask: Ask };
+
+export type KeepaliveResult = HoldState | TicketState;
+
+export interface Store {
+  readonly name: string;
+  /** Whether a release hands the lock to the queue's head itself (single-node mode). */
+  readonly grants: boolean;
+  /** One attempt; `stop` ends any retrying a store does inside it (quorum mode). */
+  acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult>;
+  /** Gives an attempt back whatever it may have obtained (its reply was lost, or came too late). */
+  abandon(call: AcquireCall): Promise<void>;
+  release(ref: HoldRef, entry: string): Promise<ReleaseResult>;
+  keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]>;
+  check(ref: HoldRef): Promise<HoldState>;
+  /** Quorum mode: raises a node's counter to the token a majority chose. */
+  raise(target: LockTarget, chosen: bigint): Promise<void>;
+  /** The connections that receive wake-ups (one per node). */
+  subscribers(): Promise<RedisSubscriber>[];
+}

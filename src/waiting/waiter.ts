@@ -1,0 +1,86 @@
+/**
+ * One waiting acquire: its ticket in the lock's queue, kept live by the watchdog's refreshes, and
+ * the events that may end its wait — a grant (announced, handed over by a release in this
+ * process, or found by a refresh), or a turn (the lock is free and it is the head, or messages
+ * may have been missed: attempt now).
+ */
+import type { KeepaliveItem, AcquireCall, TicketState } from "../store/types.js";
+import type { TicketKeeper } from "../lease/keepalive.js";
+
+export type WaitEvent =
+  /**
+   * The lock was founded for this ticket. `sentAt`/`pttlMs` bound its validity when a refresh
+   * found it; an announced grant is bounded by the waiter's last "queued" reply instead.
+   */
+  | { readonly kind: "granted"; readonly token: bigint; readonly pttlMs: number; readonly sentAt?: number }
+  | { readonly kind: "turn" };
+
+export class Waiter implements TicketKeeper {
+  readonly call: AcquireCall;
+  readonly channel: string;
+  dueAt: number;
+  /** Send instant of the latest attempt or refresh whose answer was "queued": it ran before any grant. */
+  lastQueuedAt: number | undefined;
+  readonly #periodMs: number;
+  readonly #events: WaitEvent[] = [];
+  #wake: (() => void) | undefined;
+
+  constructor(call: AcquireCall, channel: string, periodMs: number, now: number) {
+    this.call = call;
+    this.channel = channel;
+    this.#periodMs = periodMs;
+    this.dueAt = now + periodMs;
+  }
+
+  get ticket(): string {
+    return this.call.ask.hold;
+  }
+
+  /** An attempt or refresh sent at `sentAt` found the ticket queued at `position` (-1: unknown). */
+  queued(sentAt: number, position: number, holderLeftMs: number): void {
+    this.lastQueuedAt = Math.max(this.lastQueuedAt ?? -Infinity, sentAt);
+    this.dueAt = sentAt + this.#periodMs;
+    // The head of the line looks again when the holder's lease would run out, in case it died.
+    if (position === 0 && holderLeftMs > 0) this.dueAt = Math.min(this.dueAt, sentAt + holderLeftMs + 1);
+  }
+
+  push(event: WaitEvent): void {
+    this.#events.push(event);
+    this.#wake?.();
+  }
+
+  /** The next event; rejects with the reason when `stop` aborts first. */
+  next(stop: AbortSignal): Promise<WaitEvent> {
+    const queued = this.#events.shift();
+    if (queued) return Promise.resolve(queued);
+    if (stop.aborted) return Promise.reject(stop.reason as unknown);
+    return new Promise<WaitEvent>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#wake = undefined;
+        reject(stop.reason as unknown);
+      };
+      stop.addEventListener("abort", onAbort, { once: true });
+      this.#wake = () => {
+        this.#wake = undefined;
+        stop.removeEventListener("abort", onAbort);
+        resolve(this.#events.shift() as WaitEvent);
+      };
+    });
+  }
+
+  item(): KeepaliveItem {
+    return { kind: "ticket", target: this.call.target, ask: this.call.ask };
+  }
+
+  refreshed(state: TicketState, sentAt: number): void {
+    if (state.status === "queued") this.queued(sentAt, state.position, 0);
+    else {
+      this.dueAt = sentAt + this.#periodMs;
+      this.push(state.status === "turn" ? { kind: "turn" } : { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt });
+    }
+  }
+
+  failed(retryAt: number): void {
+    this.dueAt = retryAt;
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * The waiting room: how an acquire waits. The first attempt needs no subscription (the
+ * uncontended path is one round trip). A busy lock puts the caller's ticket in the lock's queue;
+ * then the caller listens on the lock's channel, and is served by the release itself: in
+ * single-node mode the release founds the head's hold and announces the grant, in quorum mode it
+ * announces whose turn it is. A grant made by a release in this process is handed over at once.
+ * The watchdog refreshes every waiting ticket (a ticket that stops being refreshed lapses), and a
+ * refresh also reports a grant whose announcement was lost. Every wait ends at the first of its
+ * outcome, its timeout, its signal and close(); a wait that ends otherwise gives its ticket — and
+ * whatever its attempts may have obtained meanwhile — back.
+ */
+import type { Clock } from "../clock.js";
+import { driftMs } from "../clock.js";
+import { Interruption, race } from "../deadline.js";
+import { publish } from "../diagnostics.js";
+import { ConflictError, LockLostError, LockTimeoutError } from "../errors.js";
+import type { Keepalive } from "../lease/keepalive.js";
+import type { AcquireCall, AcquireResult, Grant, HoldRef, Store } from "../store/types.js";
+import { Waiter, type WaitEvent } from "./waiter.js";
+import type { Wakeups, WakeupHandler } from "./wakeups.js";
+
+/** A hold obtained, and what bounds its validity. */
+export interface Obtained {
+  readonly ref: HoldRef;
+  readonly entered: boolean;
+  /** Send instant of the request whose answer (or whose place in line) the validity rests on. */
+  readonly sentAt: number;
+  /** What was left of the hold's lease at that answer. */
+  readonly pttlMs: number;
+  readonly attempts: number;
+}
+
+export interface WaitRequest {
+  readonly call: AcquireCall;
+  readonly channel: string;
+  /** 0: one attempt, no ticket; Infinity: no bound. */
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * How long a ticket stays in line without a refresh: the lock's ttl, within 60 ms … 3 s. A dead
+ * or paused waiter holds the others back, and a grant made to it costs, no longer than that.
+ */
+export const ticketLeaseMs = (ttlMs: number): number => Math.min(3_000, Math.max(60, ttlMs));
+
+export class WaitingRoom implements WakeupHandler {
+  readonly #store: Store;
+  readonly #keepalive: Keepalive;
+  readonly #clock: Clock;
+  readonly #closed: AbortSignal;
+  readonly #pollMs: number;
+  #wakeups: Wakeups | undefined;
+  readonly #waiters = new Map<string, Waiter>();
+  readonly #byChannel = new Map<string, Set<Waiter>>();
+
+  constructor(o: { store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number }) {
+    this.#store = o.store;
+    this.#keepalive = o.keepalive;
+    this.#clock = o.clock;
+    this.#closed = o.closed;
+    this.#pollMs = o.pollMs;
+  }
+
+  /** Set once: the subscriptions deliver to this room. */
+  listen(wakeups: Wakeups): void {
+    this.#wakeups = wakeups;
+  }
+
+  /** Number of waiting acquires (for tests and diagnostics). */
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** One attempt with no waiting and no ticket (re-entries, joins), bounded by `signal` and close(). */
+  async once(call: AcquireCall, signal: AbortSignal | undefined): Promise<{ result: AcquireResult; sentAt: number }> {
+    const stop = new Interruption({ clock: this.#clock, signals: [signal, this.#closed] });
+    try {
+      stop.throwIfInterrupted();
+      return await this.#attempt(call, stop.signal);
+    } catch (error) {
+      // Interrupted, or its answer lost: the entry it may have added is given back.
+      this.#abandon(call);
+      throw error;
+    } finally {
+      stop.dispose();
+    }
+  }
+
+  async acquire(req: WaitRequest): Promise<Obtained> {
+    const startedAt = this.#clock.now();
+    const key = req.call.target.keys.key;
+    const stop = new Interruption({
+      clock: this.#clock,
+      // `timeout: 0` is one attempt: it is bounded by its command timeout, not cut short.
+      deadlineAt: req.timeoutMs === 0 ? Infinity : startedAt + req.timeoutMs,
+      timeout: () => new LockTimeoutError(key, this.#clock.now() - startedAt, req.timeoutMs),
+      signals: [req.signal, this.#closed],
+    });
+    let waiter: Waiter | undefined;
+    let subscription: { release(): void } | undefined;
+    let attempts = 0;
+    let outcome: "acquired" | "timeout" | "aborted" | "error" = "error";
+    try {
+      stop.throwIfInterrupted();
+      const first = await this.#attempt(req.call, stop.signal);
+      attempts++;
+      const got = this.#obtained(key, first.result, first.sentAt, attempts);
+      if (got) return got;
+      if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
+
+      const ticket = req.call.ask;
+      waiter = new Waiter(req.call, req.channel, Math.min(this.#pollMs, Math.floor(ticket.ticketLeaseMs / 3)), this.#clock.now());
+      this.#note(waiter, first.result, first.sentAt);
+      this.#enter(waiter);
+      publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
+      if (this.#wakeups) {
+        const s = this.#wakeups.ref(req.channel);
+        subscription = s;
+        await race(s.ready, stop.signal);
+      }
+      // Ask once more now that we listen: a grant made before the subscription took went unheard.
+      let attemptNow = true;
+      for (;;) {
+        if (attemptNow) {
+          const again = await this.#attempt(req.call, stop.signal);
+          attempts++;
+          const obtained = this.#obtained(key, again.result, again.sentAt, attempts);
+          if (obtained) {
+            outcome = "acquired";
+            return obtained;
+          }
+          this.#note(waiter, again.result, again.sentAt);
+        }
+        const event = await waiter.next(stop.signal);
+        const granted = event.kind === "granted" ? this.#granted(waiter, event, attempts) : undefined;
+        if (granted && granted.sentAt + granted.pttlMs - driftMs(granted.pttlMs) > this.#clock.now()) {
+          outcome = "acquired";
+          return granted;
+        }
+        if (granted) {
+          // Granted so late (this process was paused) that the hold is already unsafe: give it back.
+          await race(this.#store.abandon(req.call), stop.signal);
+        }
+        attemptNow = true;
+      }
+    } catch (error) {
+      if (error instanceof LockTimeoutError) outcome = "timeout";
+      else if (req.signal?.aborted && error === req.signal.reason) outcome = "aborted";
+      // Whatever an attempt of ours took or queued — its answer lost, or arriving after we stopped
+      // listening — is given back: the ticket leaves the line, a hold founded for it is released.
+      // (A single attempt that found the lock busy took nothing; a conflict took nothing either.)
+      const tookNothing = (req.timeoutMs === 0 && error instanceof LockTimeoutError) || error instanceof ConflictError;
+      if (!tookNothing) this.#abandon(req.call);
+      throw error;
+    } finally {
+      stop.dispose();
+      subscription?.release();
+      if (waiter) {
+        this.#leave(waiter);
+        publish("wait", () => ({ key, phase: "end", outcome, waitedMs: this.#clock.now() - startedAt }));
+      }
+    }
+  }
+
+  /** Grants made by a release in this process: a waiter here may be the one served. */
+  handOver(grants: readonly Grant[]): void {
+    for (const grant of grants) this.#waiters.get(grant.ticket)?.push({ kind: "granted", token: grant.token, pttlMs: grant.pttlMs });
+  }
+
+  /** A message on a lock's channel: "g <ticket> <token> <pttl>", "t <ticket>", or "*". */
+  message(channel: string, message: string): void {
+    const [kind, ticket, token, pttl] = message.split(" ");
+    if (kind === "g" && ticket !== undefined && token !== undefined && pttl !== undefined) {
+      this.#waiters.get(ticket)?.push({ kind: "granted", token: BigInt(token), pttlMs: Number(pttl) });
+    } else if (kind === "t" && ticket !== undefined) {
+      this.#waiters.get(ticket)?.push({ kind: "turn" });
+    } else {
+      this.missed(channel);
+    }
+  }
+
+  missed(channel: string): void {
+    for (const waiter of this.#byChannel.get(channel) ?? []) waiter.push({ kind: "turn" });
+  }
+
+  async #attempt(call: AcquireCall, stop: AbortSignal): Promise<{ result: AcquireResult; sentAt: number }> {
+    stop.throwIfAborted();
+    const sentAt = this.#clock.now();
+    const result = await race(this.#store.acquire(call, stop), stop);
+    return { result, sentAt };
+  }
+
+  /** The attempt's result as an obtained hold, or undefined when it only says "wait". */
+  #obtained(key: string, result: AcquireResult, sentAt: number, attempts: number): Obtained | undefined {
+    if (result.status === "busy") return undefined;
+    if (result.status === "gone" || result.status === "conflict") throw refusal(key, result);
+    return { ref: result.ref, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts };
+  }
+
+  /** A grant as an obtained hold: its validity rests on the last "queued" answer (it ran before the grant). */
+  #granted(waiter: Waiter, event: Extract<WaitEvent, { kind: "granted" }>, attempts: number): Obtained | undefined {
+    const ref: HoldRef = { target: waiter.call.target, hold: waiter.ticket, token: event.token };
+    if (event.sentAt !== undefined) return { ref, entered: false, sentAt: event.sentAt, pttlMs: event.pttlMs, attempts };
+    if (waiter.lastQueuedAt === undefined) return undefined;
+    const pttlMs = Math.min(event.pttlMs, waiter.call.ask.ticketLeaseMs);
+    return { ref, entered: false, sentAt: waiter.lastQueuedAt, pttlMs, attempts };
+  }
+
+  #note(waiter: Waiter, result: AcquireResult, sentAt: number): void {
+    if (result.status !== "busy") return;
+    if (result.position >= 0) waiter.queued(sentAt, result.position, result.waitMs);
+    // Not queued (quorum mode): look again when the lock could be free, or after a split vote's pause.
+    else waiter.dueAt = Math.min(waiter.dueAt, sentAt + result.waitMs + 1);
+    // The watchdog refreshes the ticket at its (possibly earlier) due time.
+    this.#keepalive.addTicket(waiter);
+  }
+
+  #enter(waiter: Waiter): void {
+    this.#waiters.set(waiter.ticket, waiter);
+    let set = this.#byChannel.get(waiter.channel);
+    if (!set) this.#byChannel.set(waiter.channel, (set = new Set()));
+    set.add(waiter);
+    this.#keepalive.addTicket(waiter);
+  }
+
+  #leave(waiter: Waiter): void {
+    this.#waiters.delete(waiter.ticket);
+    const set = this.#byChannel.get(waiter.channel);
+    set?.delete(waiter);
+    if (set?.size === 0) this.#byChannel.delete(waiter.channel);
+    this.#keepalive.removeTicket(waiter);
+  }
+
+  #abandon(call: AcquireCall): void {
+    this.#store.abandon(call).catch((error: unknown) => {
+      // The ticket lapses, and a hold founded for it expires, by themselves.
+      publish("error", () => ({ key: call.target.keys.key, operation: "leave-queue", error: error as Error }));
+    });
+  }
+}
+
+/** An attempt that can neither succeed nor wait. */
+export function refusal(key: string, result: Extract<AcquireResult, { status: "gone" | "conflict" }>): Error {
+  if (result.status === "gone") return new LockLostError(key, "expired", "the hold to re-enter is gone");
+  return new ConflictError(key, `a semaphore of ${result.limit} permits is stored under this key, and this caller ` +
+    "asked for another number: every caller of one semaphore must agree (setPermits() changes it on purpose)");
+}
