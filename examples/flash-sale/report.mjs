@@ -33,20 +33,29 @@ export function describeFault(s) {
   const pause = s.events.find((e) => e.kind === "pause");
   const resume = s.events.find((e) => e.kind === "resume");
   const ms = pause && resume ? ` for ${Math.round(resume.at - pause.at)} ms` : "";
-  return `SIGSTOP #${pause?.instance ?? s.fault.instance} ${point(s)}${ms}`;
+  return `SIGSTOP #${pause?.instance ?? s.fault.instance}${ms} ${point(s)}`;
 }
 
 /** What the fault did, in one or two sentences: the victim's late step and its damage. */
 export function describeOutcome(s) {
+  const gaveUp = s.events.some((e) => (e.kind === "resume" || e.kind === "held") && e.why === "deadline");
+  const story = tellOutcome(s);
+  return gaveUp ? `${story} (The orchestrator gave up waiting for the next holder: not the planned order.)` : story;
+}
+
+function tellOutcome(s) {
   const f = s.fault;
   const undone = `${plural(s.staleWrites, "stale write")} undid ${plural(s.salesUndone, "sale")}`;
   const tail = s.staleWrites > 0 ? `${undone}.` : "nothing undone.";
   if (!f?.injected) return s.staleWrites > 0 ? `${tail[0].toUpperCase()}${tail.slice(1)}` : "Nothing undone.";
   if (f.kind === "kill") {
-    const waited = s.statuses["503"] ?? 0;
-    return s.locksWithoutTtl > 0
-      ? `Its lock never expires: nobody sold after it died, ${plural(waited, "buyer")} timed out waiting.`
-      : `Its lock expired without it; ${tail}`;
+    const kill = s.events.find((e) => e.kind === "kill");
+    const soldAfter = s.holds.filter((h) => h.outcome === "sold" && kill && h.start > kill.at).length;
+    const waited = `${plural(s.statuses["503"] ?? 0, "buyer")} timed out waiting for the lock`;
+    if (s.locksWithoutTtl === 0) return `Its lock expired without it; ${tail}`;
+    return soldAfter === 0
+      ? `Its lock never expires: nobody sold after it died, ${waited}.`
+      : `Its lock never expires: ${plural(soldAfter, "sale")} after it died, then ${waited}.`;
   }
   const v = f.victim;
   const held = f.held;
@@ -72,8 +81,8 @@ export function legend(result) {
   const lines = [
     `accepted: orders in the order log. oversold: orders beyond the ${o.stock} units.`,
     "stale writes: writes of the stock counter that landed on a value other than the one their writer had read (each write is",
-    "  SET ... GET, which answers the value it replaced). sales undone: orders the counter does not account for, because a",
-    "  stale write put their units back (net: a stale write can also take units off). Sold again, they are what oversells.",
+    "  SET ... GET, which answers the value it replaced). sales undone: orders the counter does not account for: stale writes",
+    "  put their units back, to be sold again (oversold = sales undone - units still on the counter at the end).",
     "stale writes refused: writes that did not land because the writer no longer held the lock: refused by the fencing guard,",
     "  or skipped by the holder's own lease check (lease.held) just before its write.",
     "double holders: holders that went on believing they held the lock (not yet let go, and lease.held true whenever they",
