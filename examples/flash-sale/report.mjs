@@ -82,7 +82,7 @@ export function legend(result) {
     `accepted: orders in the order log. oversold: orders beyond the ${o.stock} units.`,
     "stale writes: writes of the stock counter that landed on a value other than the one their writer had read (each write is",
     "  SET ... GET, which answers the value it replaced). sales undone: orders the counter does not account for: stale writes",
-    "  put their units back, to be sold again (oversold = sales undone - units still on the counter at the end).",
+    "  put their units back, to be sold again (oversold: sales undone minus the units left on the counter, if positive).",
     "stale writes refused: writes that did not land because the writer no longer held the lock: refused by the fencing guard,",
     "  or skipped by the holder's own lease check (lease.held) just before its write.",
     "double holders: holders that went on believing they held the lock (not yet let go, and lease.held true whenever they",
