@@ -120,12 +120,28 @@ export function renderTable(result, { color = false } = {}) {
   return lines.join("\n");
 }
 
-/** One line per strategy: the fault, then what it did. */
-export function renderStory(result, { color = false } = {}) {
+/** Words of `text` in lines of at most `width` characters (a longer word gets a line of its own). */
+function wrap(text, width) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === "" ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line];
+}
+
+/** A paragraph per strategy: the fault, then what it did; wrapped to `columns`, name hanging. */
+export function renderStory(result, { color = false, columns = 120 } = {}) {
   const bold = paint(color, "1");
-  const dim = paint(color, "2");
   const width = Math.max(...result.strategies.map((s) => s.strategy.length));
-  return result.strategies
-    .map((s) => `${bold(s.strategy.padEnd(width))}  ${dim(`${describeFault(s)}.`)} ${describeOutcome(s)}`)
-    .join("\n");
+  const indent = " ".repeat(width + 2);
+  return result.strategies.map((s) => {
+    const [first, ...rest] = wrap(`${describeFault(s)}. ${describeOutcome(s)}`, Math.max(40, columns - width - 2));
+    return [`${bold(s.strategy.padEnd(width))}  ${first}`, ...rest.map((line) => `${indent}${line}`)].join("\n");
+  }).join("\n");
 }
