@@ -2,7 +2,8 @@
 //
 // A flash sale: shop instances behind a round-robin balancer sell a small stock to a burst of
 // buyers, once per way of locking, with a real fault injected into each run. Prints what
-// happened and writes docs/demo/timeline.svg. See examples/flash-sale/README.md.
+// happened and writes it, with a timeline SVG, to .tmp/demo/ (gitignored), or to the tracked
+// docs/demo/ with --write-docs. See examples/flash-sale/README.md.
 
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -22,8 +23,9 @@ const USAGE = `usage: npm run demo [-- options]
   --ttl MS            lock TTL in ms (default 400)
   --seed N            picks think times and the moment of the fault (default 1)
   --no-faults         no SIGSTOP / SIGKILL
-  --svg PATH          where to write the timeline (default docs/demo/timeline.svg)
-  --no-svg            do not write it
+  --out DIR           where to write output.txt and timeline.svg (default .tmp/demo, gitignored)
+  --write-docs        write them to docs/demo/ instead: the tracked copies the README shows
+  --no-files          write nothing, only print
 
 Redis: a throwaway redis-server on a free loopback port, or REDIS_URL if set (keys are namespaced
 and removed afterwards).`;
@@ -45,13 +47,17 @@ try {
       ttl: { type: "string" },
       seed: { type: "string" },
       "no-faults": { type: "boolean" },
-      svg: { type: "string" },
-      "no-svg": { type: "boolean" },
+      out: { type: "string" },
+      "write-docs": { type: "boolean" },
+      "no-files": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   }).values;
 } catch (error) {
   fail(`${error.message}\n\n${USAGE}`);
+}
+if ([args.out !== undefined, args["write-docs"], args["no-files"]].filter(Boolean).length > 1) {
+  fail(`--out, --write-docs and --no-files exclude each other\n\n${USAGE}`);
 }
 if (args.help) {
   process.stdout.write(`${USAGE}\n`);
@@ -60,7 +66,7 @@ if (args.help) {
 if (!existsSync(resolve(root, "dist/index.js"))) fail("dist/ is missing: run `npm run build` first (npm run demo does it for you).");
 
 const { runFlashSale, STRATEGY_NAMES } = await import("./flash-sale/run.mjs");
-const { renderTable } = await import("./flash-sale/report.mjs");
+const { legend, renderStory, renderTable } = await import("./flash-sale/report.mjs");
 const { renderTimeline } = await import("./flash-sale/timeline-svg.mjs");
 
 const int = (name, value) => {
@@ -142,25 +148,27 @@ const o = result.options;
 const redis = result.redis.throwaway
   ? `redis-server ${result.redis.version} on ${result.redis.url.replace("redis://", "")} (throwaway)`
   : `Redis at ${result.redis.url} (REDIS_URL)`;
-const out = [
+const report = (paint) => [
   `Flash sale: ${o.stock} units, ${o.buyers} buyers (${Math.min(o.connections, o.buyers)} at a time), ${o.instances} shop instances behind a round-robin balancer.`,
   `${redis}; lock TTL ${o.ttlMs} ms; seed ${o.seed}; faults ${o.faults ? "on" : "off"}.`,
   "",
-  renderTable(result, { color }),
+  renderTable(result, { color: paint }),
   "",
-  `accepted: orders in the order log. oversold: orders beyond the ${o.stock} units. locks w/o TTL: lock keys left without expiry.`,
-  "double holders: holders that went on believing they held the lock while another one held it.",
-  "stale writes refused: writes turned away because a newer holder existed (fencing guard, or the holder's own lease check).",
+  renderStory(result, { color: paint }),
+  "",
+  legend(result),
 ];
-if (o.faults) {
-  out.push("Faults are real signals to real processes. So that each lands at the same spot in every run, the victim",
-    "instance waits at that fault point for the orchestrator's go (in this demo's fault mode only), then is stopped or killed.");
+
+const tail = [];
+if (!args["no-files"]) {
+  const dir = resolve(args["write-docs"] ? resolve(root, "docs/demo") : args.out ?? resolve(root, ".tmp/demo"));
+  const show = (path) => relative(process.cwd(), path) || path;
+  const txt = resolve(dir, "output.txt");
+  const svg = resolve(dir, "timeline.svg");
+  tail.push(`Written: ${show(txt)} (this text) and ${show(svg)} (the timeline).`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(txt, `${[...report(false), ...tail].join("\n")}\n`);
+  writeFileSync(svg, renderTimeline(result));
 }
-if (!args["no-svg"]) {
-  const svgPath = resolve(args.svg ?? resolve(root, "docs/demo/timeline.svg"));
-  mkdirSync(dirname(svgPath), { recursive: true });
-  writeFileSync(svgPath, renderTimeline(result));
-  out.push(`Timeline: ${relative(process.cwd(), svgPath) || svgPath}`);
-}
-out.push(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s; every process the demo started has exited.`);
-process.stdout.write(`${out.join("\n")}\n`);
+tail.push(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s; every process the demo started has exited.`);
+process.stdout.write(`${[...report(color), ...tail].join("\n")}\n`);

@@ -1,4 +1,4 @@
 // Types of analysis.mjs.
-export interface Interval { start: number; end: number }
-export declare function countDoubleHolders(holds: readonly Interval[]): number;
-export declare function overlapSegments(holds: readonly Interval[]): { start: number; end: number; holders: number }[];
+export interface Belief { start: number; end: number }
+export declare function countDoubleHolders(beliefs: readonly Belief[]): number;
+export declare function overlapSegments(beliefs: readonly Belief[]): { start: number; end: number; holders: number }[];

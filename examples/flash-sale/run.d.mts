@@ -45,22 +45,35 @@ export declare const DEFAULTS: Readonly<Required<Omit<FlashSaleOptions, "redisUr
 export interface Hold {
   instance: number;
   id: string;
-  /** ms on the run's monotonic clock */
+  /** ms on the run's monotonic clock: when its acquire returned */
   start: number;
+  /** when it let go of the lock (or died, or the run stopped) */
   end: number;
+  /** The last moment it saw itself holding the lock: `end`, or earlier if its lease said "not held". */
+  believedUntil: number;
   outcome?: "sold" | "sold-out" | "stale-refused" | "killed" | "unfinished" | "error";
+  /** The stock level it read. */
+  read?: number;
+  /** The stock level its write replaced (undefined: it wrote nothing). */
+  overwrote?: number | null;
   writeAt?: number;
+  /** lease.held when its write was sent (undefined without a lease, or without a write). */
+  heldAtWrite?: boolean;
   lostAt?: number;
   releaseError?: string;
 }
 
 export interface RunEvent {
-  kind: "armed" | "pause" | "resume" | "kill" | "refused" | "lost" | "release-refused";
+  kind: "armed" | "pause" | "resume" | "kill" | "held" | "stale-write" | "refused" | "lost" | "release-refused";
   instance: number;
   at: number;
+  /** held: when the orchestrator let the holder go */
+  until?: number;
   point?: string;
   why?: string;
   detail?: string;
+  /** stale-write: the sales it wiped off the counter */
+  undid?: number;
 }
 
 export interface StrategyResult {
@@ -75,20 +88,36 @@ export interface StrategyResult {
   oversold: number;
   /** The stock counter at the end. */
   unitsLeft: number;
-  /** Orders the stock counter does not account for. */
-  lostUpdates: number;
+  /** Writes of the stock counter that landed. */
+  writes: number;
+  /** Writes that landed on a value other than the one their writer had read. */
+  staleWrites: number;
+  /** Orders the stock counter does not account for: accepted - (stock - unitsLeft). */
+  salesUndone: number;
+  /** Writes that did not land because their writer no longer held the lock (guard or lease check). */
+  staleWritesRefused: number;
+  /** Holders that went on believing they held the lock after another's acquire succeeded; null: no lock. */
+  doubleHolders: number | null;
+  /** Stretches in which two or more holders believed they held the lock. */
+  overlaps: { start: number; end: number; holders: number }[];
   locksWithoutTtl: number;
   keysWithoutTtl: string[];
-  /** Holders that went on believing they held the lock while another one held it. */
-  doubleHolders: number;
-  overlaps: { start: number; end: number; holders: number }[];
-  staleWritesRefused: number;
   releasesRefused: number;
   latencyMs: { p50: number | null; p99: number | null };
   /** HTTP status → count, as the buyers saw them. */
   statuses: Record<string, number>;
-  /** instance: the one that reached the fault point first once it was armed (null if none did). */
-  fault: { kind: "pause" | "kill"; at: string; instance: number | null; injected: boolean; armAfterSales: number } | null;
+  /**
+   * instance: the one that reached the fault point first once it was armed (null if none did).
+   * next: where the next holder was held until the victim's late step had landed.
+   */
+  fault: {
+    kind: "pause" | "kill"; at: string; where: string | null; next: string | null;
+    instance: number | null; injected: boolean; armAfterSales: number;
+    /** The victim's request: what it did, and whether its write was stale. */
+    victim: { outcome?: Hold["outcome"]; heldAtWrite: boolean | null; staleWrite: boolean; undid: number } | null;
+    /** The holder held at `next`, and for how long. */
+    held: { instance: number; point: string; ms: number } | null;
+  } | null;
   holds: Hold[];
   events: RunEvent[];
   window: { start: number; end: number };

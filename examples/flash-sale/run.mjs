@@ -191,7 +191,11 @@ async function runStrategy(env, name, index) {
   const events = [];
   const problems = [];
   const sales = { total: 0, othersSincePause: 0 };
-  const pause = { at: null, minUntil: 0, target: 0, timers: [] };
+  const pause = { at: null, minUntil: 0, target: 0, timers: [], nextArmed: false };
+  // The next holder, held at fault.next until the victim's late step has landed: { shop, id, at }.
+  let next = null;
+  // The victim's request has ended: whatever it did after waking up has landed. { letGoAt }
+  let victimDone = null;
   let armed = false;
   let stopping = false;
 
@@ -239,15 +243,18 @@ async function runStrategy(env, name, index) {
   function onMessage(shop, m) {
     if (m.t === "begin") {
       holds.set(m.id, { instance: shop.index, id: m.id, start: m.at });
-      if (pause.at !== null && shop.index !== fault.instance) maybeResume(true);
     } else if (m.t === "end") {
       const hold = holds.get(m.id) ?? { instance: shop.index, id: m.id, start: m.at };
-      Object.assign(hold, { end: m.at, outcome: m.outcome, writeAt: m.writeAt, lostAt: m.lostAt, releaseError: m.releaseError });
+      Object.assign(hold, {
+        end: m.at, believedUntil: m.believedUntil, outcome: m.outcome, read: m.read, overwrote: m.overwrote,
+        writeAt: m.writeAt, heldAtWrite: m.heldAtWrite, lostAt: m.lostAt, releaseError: m.releaseError,
+      });
       holds.set(m.id, hold);
       if (m.outcome === "sold") {
         sales.total++;
         if (pause.at !== null && shop.index !== fault.instance) sales.othersSincePause++;
       }
+      if (isStaleWrite(hold)) events.push({ kind: "stale-write", instance: shop.index, at: m.writeAt, undid: undidBy(hold) });
       if (m.outcome === "stale-refused") events.push({ kind: "refused", instance: shop.index, at: m.refusedAt ?? m.at });
       if (m.lostAt !== undefined) events.push({ kind: "lost", instance: shop.index, at: m.lostAt });
       if (m.releaseError) events.push({ kind: "release-refused", instance: shop.index, at: m.at, detail: m.releaseError });
@@ -257,7 +264,9 @@ async function runStrategy(env, name, index) {
         for (const s of shops) tell(s, { t: "arm", point: fault.at });
         events.push({ kind: "armed", instance: -1, at: stamp(), point: fault.at });
       }
+      if (fault && m.id === fault.requestId) victimDone = { letGoAt: m.at };
       if (pause.at !== null) maybeResume();
+      maybeLetNextGo();
     } else if (m.t === "gate") {
       onGate(shop, m).catch((error) => problems.push(error));
     } else if (m.t === "bye") {
@@ -266,6 +275,10 @@ async function runStrategy(env, name, index) {
   }
 
   async function onGate(shop, m) {
+    if (m.point === fault.next && shop.index !== fault.instance) {
+      holdNext(shop, m);
+      return;
+    }
     if (fault.injected) {
       // Another instance got there first (the disarm crossed this report): carry on.
       tell(shop, { t: "go", id: m.id });
@@ -274,25 +287,25 @@ async function runStrategy(env, name, index) {
     fault.injected = true;
     fault.instance = shop.index;
     fault.requestId = m.id;
-    for (const s of shops) if (s !== shop) tell(s, { t: "disarm" });
+    for (const s of shops) if (s !== shop) tell(s, { t: "disarm", point: fault.at });
     if (fault.kind === "kill") {
       shop.killed = true;
       const at = stamp();
       shop.child.kill("SIGKILL");
       await shop.exited;
       events.push({ kind: "kill", instance: shop.index, at, point: m.point });
-      // It had the lock from its SETNX on, and held it until it died.
+      // It had the lock from its SETNX on, and believed so until it died.
       if (!m.holding) holds.set(m.id, { instance: shop.index, id: m.id, start: m.at });
-      for (const hold of openHoldsOf(shop.index)) Object.assign(hold, { end: at, outcome: "killed" });
+      for (const hold of openHoldsOf(shop.index)) Object.assign(hold, { end: at, believedUntil: at, outcome: "killed" });
       progress("burst", { sold: sales.total, note: `SIGKILL instance ${shop.index} at ${m.point}` });
       return;
     }
-    // How many sales by others its stale write can undo: up to 6, at most what is left.
+    // How many sales by others it sleeps through at least: up to 6, leaving units for the next holder.
     const unitsLeft = Number(await client.get(keys.units));
     shop.child.kill("SIGSTOP");
     await stoppedByKernel(shop.pid);
     const at = stamp();
-    Object.assign(pause, { target: Math.max(1, Math.min(6, unitsLeft)), minUntil: at + 1.25 * o.ttlMs }); // "past its TTL"
+    Object.assign(pause, { target: Math.max(1, Math.min(6, Math.floor(unitsLeft / 2))), minUntil: at + 1.25 * o.ttlMs }); // "past its TTL"
     sales.othersSincePause = 0;
     pause.at = at;
     events.push({ kind: "pause", instance: shop.index, at, point: m.point });
@@ -302,13 +315,54 @@ async function runStrategy(env, name, index) {
     progress("burst", { sold: sales.total, note: `SIGSTOP instance ${shop.index} at ${m.point}` });
   }
 
-  // A holder paused before its write resumes once others have sold while it slept, so its stale
-  // write undoes their sales; one paused before its release resumes while another instance holds
-  // the lock, so its DEL lands on that holder's lock.
-  function maybeResume(anotherJustTookIt = false) {
+  // The pause has outlasted the TTL (the victim's lock has expired and others have taken it),
+  // and a victim paused before its write has slept through some sales by others. Without
+  // fault.next it resumes now; with it, the next holder to reach fault.next in another instance
+  // is held there first, and the victim resumes while that holder holds the lock.
+  function maybeResume() {
     if (pause.at === null || stamp() < pause.minUntil) return;
-    const ready = fault.at === "before-write" ? sales.othersSincePause >= pause.target : anotherJustTookIt;
-    if (ready) resume(fault.at === "before-write" ? `${sales.othersSincePause} sales by others` : "another instance holds the lock");
+    if (fault.at === "before-write" && sales.othersSincePause < pause.target) return;
+    if (!fault.next) {
+      resume(`${sales.othersSincePause} sales by others`);
+      return;
+    }
+    if (pause.nextArmed) return;
+    pause.nextArmed = true;
+    for (const s of shops) if (s.index !== fault.instance) tell(s, { t: "arm", point: fault.next });
+    events.push({ kind: "armed", instance: -1, at: stamp(), point: fault.next });
+  }
+
+  function holdNext(shop, m) {
+    if (next !== null || pause.at === null) {
+      tell(shop, { t: "go", id: m.id }); // one holder is held, and only while the victim sleeps
+      return;
+    }
+    next = { shop, id: m.id, at: stamp(), timer: setTimeout(() => letNextGo("deadline"), Math.max(2_000, 5 * o.ttlMs)) };
+    for (const s of shops) if (s !== shop) tell(s, { t: "disarm", point: m.point });
+    resume(`instance ${shop.index} holds the lock, held at ${m.point}`);
+  }
+
+  // A late write (surelock rows) must have landed before the held holder reads. A late DEL
+  // (naive rows) frees the held holder's lock: someone else must also have taken it and written
+  // before the held holder writes, so that two holders have sold from the same read.
+  function maybeLetNextGo() {
+    if (next === null || next.released || victimDone === null) return;
+    if (fault.next === "before-write") {
+      const secondHolderWrote = [...holds.values()].some((h) =>
+        h.id !== next.id && h.start > victimDone.letGoAt && h.overwrote !== undefined);
+      if (!secondHolderWrote) return;
+      letNextGo("another holder took its lock and wrote");
+    } else {
+      letNextGo("the woken holder's write landed");
+    }
+  }
+
+  function letNextGo(why) {
+    if (next === null || next.released) return;
+    next.released = true;
+    clearTimeout(next.timer);
+    tell(next.shop, { t: "go", id: next.id });
+    events.push({ kind: "held", instance: next.shop.index, at: next.at, until: stamp(), point: fault.next, why });
   }
 
   function resume(why) {
@@ -316,6 +370,7 @@ async function runStrategy(env, name, index) {
     for (const timer of pause.timers) clearTimeout(timer);
     pause.timers = [];
     pause.at = null;
+    if (fault.next && next === null) for (const s of shops) tell(s, { t: "disarm", point: fault.next });
     victim().child.kill("SIGCONT");
     events.push({ kind: "resume", instance: fault.instance, at: stamp(), why });
     progress("burst", { sold: sales.total, note: `SIGCONT instance ${fault.instance} (${why})` });
@@ -351,6 +406,7 @@ async function runStrategy(env, name, index) {
     o.signal?.throwIfAborted();
     const burstEnd = stamp();
     resume("the burst is over");
+    letNextGo("the burst is over");
 
     // --- stop the instances and see what is left -------------------------------------------------
     stopping = true;
@@ -368,6 +424,7 @@ async function runStrategy(env, name, index) {
     const stoppedAt = stamp();
     for (const hold of holds.values()) {
       if (hold.end === undefined) Object.assign(hold, { end: stoppedAt, outcome: hold.outcome ?? "unfinished" });
+      hold.believedUntil ??= hold.end;
     }
     if (problems.length > 0) throw problems[0];
 
@@ -381,6 +438,10 @@ async function runStrategy(env, name, index) {
     await unlinkAll(client, `${ns}:*`);
 
     const holdList = [...holds.values()].sort((a, b) => a.start - b.start);
+    const beliefs = holdList.map((h) => ({ start: h.start, end: h.believedUntil }));
+    const staleWrites = holdList.filter(isStaleWrite);
+    const victimHold = fault?.requestId === undefined ? undefined : holds.get(fault.requestId);
+    const held = events.find((e) => e.kind === "held");
     const latency = burst.latency ?? {};
     return {
       strategy: name,
@@ -391,16 +452,30 @@ async function runStrategy(env, name, index) {
       accepted,
       oversold: Math.max(0, accepted - o.stock),
       unitsLeft,
-      lostUpdates: Math.max(0, accepted - (o.stock - unitsLeft)),
+      writes: holdList.filter((h) => h.overwrote !== undefined).length,
+      staleWrites: staleWrites.length,
+      // Orders the counter does not account for. Every write sets it to (what its writer read) - 1,
+      // so this is the sum over all writes of (read - value replaced): only stale writes add to it.
+      salesUndone: accepted - (o.stock - unitsLeft),
       locksWithoutTtl: keysWithoutTtl.length,
       keysWithoutTtl,
-      doubleHolders: countDoubleHolders(holdList),
-      overlaps: overlapSegments(holdList),
+      doubleHolders: strategy.lock === false ? null : countDoubleHolders(beliefs),
+      overlaps: overlapSegments(beliefs),
       staleWritesRefused: holdList.filter((h) => h.outcome === "stale-refused").length,
       releasesRefused: holdList.filter((h) => h.releaseError).length,
       latencyMs: { p50: latency.p50 ?? null, p99: latency.p99 ?? null },
       statuses,
-      fault: fault && { kind: fault.kind, at: fault.at, instance: fault.instance, injected: fault.injected, armAfterSales: fault.armAfterSales },
+      fault: fault && {
+        kind: fault.kind, at: fault.at, where: fault.where ?? null, next: fault.next ?? null, instance: fault.instance, injected: fault.injected,
+        armAfterSales: fault.armAfterSales,
+        victim: victimHold === undefined ? null : {
+          outcome: victimHold.outcome,
+          heldAtWrite: victimHold.heldAtWrite ?? null,
+          staleWrite: isStaleWrite(victimHold),
+          undid: undidBy(victimHold),
+        },
+        held: held === undefined ? null : { instance: held.instance, point: held.point, ms: held.until - held.at },
+      },
       holds: holdList,
       events,
       window: { start: burstAt, end: Math.max(burstEnd, ...holdList.map((h) => h.end)) },
@@ -409,6 +484,7 @@ async function runStrategy(env, name, index) {
   } finally {
     stopping = true;
     for (const timer of pause.timers) clearTimeout(timer);
+    if (next !== null) clearTimeout(next.timer);
     await balancer?.close();
     await Promise.all(shops.map(async (shop) => {
       if (!Children.alive(shop.child)) return;
@@ -418,6 +494,12 @@ async function runStrategy(env, name, index) {
     }));
   }
 }
+
+/** A write of the stock counter that landed on a value other than the one its writer had read. */
+const isStaleWrite = (hold) => hold.overwrote !== undefined && hold.overwrote !== hold.read;
+
+/** The sales a stale write wiped off the counter: decrements made by others since its read. */
+const undidBy = (hold) => (isStaleWrite(hold) ? Math.max(0, hold.read - (hold.overwrote ?? hold.read)) : 0);
 
 async function scanAll(client, pattern) {
   const found = [];

@@ -2,8 +2,9 @@
 // under the chosen strategy. Started by run.mjs with fork(); configured by the FLASH_SALE
 // environment variable (JSON); reports to the orchestrator over the IPC channel:
 //   ready {port}           listening
-//   begin {id, at}         this request now believes it holds the lock
-//   end   {id, at, ...}    ...and stopped believing it (with the outcome)
+//   begin {id, at}         this request now holds the lock (its acquire returned)
+//   end   {id, at, ...}    ...and let go of it at `at`; believedUntil, what it read and
+//                          overwrote, and the outcome
 //   gate  {id, point, at}  waiting at an armed fault point for the orchestrator's go
 //   bye                    stopped, every report sent
 // Times are ms on the machine's monotonic clock, relative to the orchestrator's base.
@@ -44,7 +45,7 @@ const armed = new Set();
 const gates = new Map();
 process.on("message", (message) => {
   if (message.t === "arm" && config.faults) armed.add(message.point);
-  else if (message.t === "disarm") armed.clear();
+  else if (message.t === "disarm") armed.delete(message.point);
   else if (message.t === "go") gates.get(message.id)?.();
   else if (message.t === "stop") void stop();
 });
@@ -58,52 +59,78 @@ async function purchase() {
   if (Number(await redis.get(keys.units)) <= 0) return [409, { result: "sold-out" }];
 
   const id = `${config.index}.${++seq}`;
-  let begun = false;
+  let hold;
+  let believedUntil;
   let endAt;
+  let writeAt;
+  let heldAtWrite;
+  // What the holder believes whenever it looks: it holds the lock from its acquire until it lets
+  // go, as long as its lease (if it has one) says so. lease.held never turns true again once
+  // false, so the holder believed it throughout [acquire, believedUntil].
+  const look = () => {
+    if (hold === undefined) return false;
+    const held = hold.lease ? hold.lease.held : true;
+    if (held) believedUntil = stamp();
+    return held;
+  };
   const ctx = {
     redis, keys, mutex, guard,
     owner: `${config.index}:${seq}:${randomBytes(6).toString("hex")}`,
     ttlMs: config.ttlMs,
     acquireTimeoutMs: config.acquireTimeoutMs,
     spinPause: () => sleep(between(config.spinMs)),
-    letGo: () => { endAt ??= stamp(); },
+    writing: () => {
+      heldAtWrite = look();
+      writeAt = stamp();
+    },
+    letGo: () => {
+      if (endAt !== undefined) return;
+      look();
+      endAt = stamp();
+    },
     gate(point) {
       if (!armed.delete(point)) return undefined;
-      send({ t: "gate", id, point, at: stamp(), holding: begun });
+      look();
+      send({ t: "gate", id, point, at: stamp(), holding: hold !== undefined });
       return new Promise((resolve) => gates.set(id, resolve));
     },
   };
 
-  const hold = await strategy.acquire(ctx);
-  if (hold === null) return [503, { result: "busy", detail: "lock wait timed out" }];
+  const acquired = await strategy.acquire(ctx);
+  if (acquired === null) return [503, { result: "busy", detail: "lock wait timed out" }];
+  hold = acquired;
   const beginAt = stamp();
-  begun = true;
+  look();
   send({ t: "begin", id, at: beginAt });
   let lostAt;
   hold.lease?.signal.addEventListener("abort", () => { lostAt = stamp(); }, { once: true });
 
   let outcome = "error";
-  let writeAt;
+  let units;
+  let overwrote;
   let refusedAt;
   let releaseError;
   try {
+    await ctx.gate("before-read"); // where the orchestrator holds the next holder during a fault
     if (hold.stale) {
       refusedAt = stamp();
       outcome = "stale-refused";
       return [409, { result: outcome }];
     }
-    const units = Number(await redis.get(keys.units));
+    look();
+    units = Number(await redis.get(keys.units));
     if (units <= 0) {
       outcome = "sold-out";
       return [409, { result: outcome }];
     }
     await sleep(between(config.thinkMs)); // the shop "thinks": payment checks, fraud rules, ...
-    writeAt = stamp();
-    if (!(await strategy.write(ctx, hold, units - 1))) {
+    const write = await strategy.write(ctx, hold, units - 1);
+    if (!write.written) {
       refusedAt = stamp();
       outcome = "stale-refused";
       return [409, { result: outcome }];
     }
+    overwrote = write.overwrote === null || write.overwrote === undefined ? null : Number(write.overwrote);
     await redis.rpush(keys.orders, JSON.stringify({ id, instance: config.index, units }));
     outcome = "sold";
     return [200, { result: outcome, id }];
@@ -114,10 +141,10 @@ async function purchase() {
       // LockLostError: the lease ran out before the release, so the section was not exclusive.
       releaseError = error instanceof LockLostError ? `lost (${error.reason})` : String(error?.message ?? error);
     }
-    const end = endAt ?? stamp();
+    ctx.letGo(); // for strategies whose release has nothing to let go of
     send({
-      t: "end", id, at: lostAt !== undefined && lostAt < end ? lostAt : end,
-      outcome, writeAt, refusedAt, lostAt, releaseError,
+      t: "end", id, at: endAt, believedUntil: believedUntil ?? beginAt,
+      outcome, read: units, overwrote, writeAt, heldAtWrite, refusedAt, lostAt, releaseError,
     });
   }
 }

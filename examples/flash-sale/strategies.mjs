@@ -1,13 +1,24 @@
 // The six ways the shop guards its stock counter. Each strategy is the whole of its locking code:
 //
 //   acquire(ctx)              -> a hold, or null when the wait for the lock timed out
-//   write(ctx, hold, units)   -> true if the new stock level was written
+//   write(ctx, hold, units)   -> { written: true, overwrote } or { written: false } (refused)
 //   release(ctx, hold)
 //
 // ctx.gate(point) is a no-op unless the demo runs with faults and the orchestrator armed that point
 // in this instance: then the instance reports "I am at <point>" and waits for the orchestrator's
 // go-ahead, so a SIGSTOP or SIGKILL lands exactly there. The faults themselves are real signals.
-// ctx.letGo() marks the moment the holder stops believing it holds the lock (for the timeline).
+// ctx.writing() marks the moment a write is sent; ctx.letGo() the moment the holder lets go of
+// the lock. Both only observe (for the table and the timeline); neither changes what happens.
+//
+// Writes of the stock counter are `SET units <n> GET`: a plain SET that also answers the value it
+// replaced, so the demo can tell a write that landed on a value its writer never read (a stale
+// write) and how many sales it wiped off the counter.
+//
+// fault: what the orchestrator does to the first instance that reaches `at` once it is armed, and
+// (`next`) where it then holds the next holder of the lock, in another instance, until the
+// victim's late step has landed, so that step lands at the same protocol point in every run.
+// `where` says where `at` is, in words, when the point's name alone would not.
+// lock: false for the strategy that takes no lock at all.
 //
 // Every naive strategy gets exactly one thing wrong; the rest of it is the correct idiom, so the
 // table shows what that one mistake costs.
@@ -37,8 +48,8 @@ async function compareAndDelete(ctx) {
 /** The plain write of the new stock level. */
 async function plainWrite(ctx, _hold, units) {
   await ctx.gate("before-write");
-  await ctx.redis.set(ctx.keys.units, String(units));
-  return true;
+  ctx.writing();
+  return { written: true, overwrote: await ctx.redis.set(ctx.keys.units, String(units), "GET") };
 }
 
 /** surelock's mutex; a timeout becomes null like the naive locks' timeouts. */
@@ -59,6 +70,7 @@ async function surelockRelease(ctx, hold) {
 export const STRATEGIES = {
   none: {
     summary: "no lock: read, think, write",
+    lock: false,
     fault: { kind: "pause", at: "before-write" },
     acquire: async () => ({}),
     write: plainWrite,
@@ -80,7 +92,7 @@ export const STRATEGIES = {
 
   "del-without-check": {
     summary: "release with DEL, whoever holds the lock now",
-    fault: { kind: "pause", at: "before-release" },
+    fault: { kind: "pause", at: "before-release", next: "before-write" },
     acquire: setNxPx,
     write: plainWrite,
     async release(ctx) {
@@ -92,7 +104,7 @@ export const STRATEGIES = {
 
   "get-then-del": {
     summary: "release with GET, compare, DEL: two steps",
-    fault: { kind: "pause", at: "between-get-and-del" },
+    fault: { kind: "pause", at: "between-get-and-del", next: "before-write" },
     acquire: setNxPx,
     write: plainWrite,
     async release(ctx) {
@@ -105,11 +117,11 @@ export const STRATEGIES = {
   },
 
   surelock: {
-    summary: "surelock mutex, plain writes",
-    fault: { kind: "pause", at: "before-write" },
+    summary: "surelock mutex, plain writes after a lease check",
+    fault: { kind: "pause", at: "before-write", where: "after its lease check, before its SET", next: "before-read" },
     acquire: surelockAcquire,
     async write(ctx, hold, units) {
-      if (hold.lease.signal.aborted) return false; // the best a lock alone can do: check, then write...
+      if (!hold.lease.held) return { written: false }; // the best a lock alone can do: check, then write...
       return plainWrite(ctx, hold, units); // ...and a pause can land between the check and the write
     },
     release: surelockRelease,
@@ -117,7 +129,7 @@ export const STRATEGIES = {
 
   "surelock+fencing": {
     summary: "surelock mutex, writes through the fencing guard",
-    fault: { kind: "pause", at: "before-write" },
+    fault: { kind: "pause", at: "before-write", where: "before its guarded SET", next: "before-read" },
     async acquire(ctx) {
       const hold = await surelockAcquire(ctx);
       if (hold === null) return null;
@@ -128,8 +140,10 @@ export const STRATEGIES = {
     },
     async write(ctx, hold, units) {
       await ctx.gate("before-write");
-      const result = await ctx.guard.write(hold.lease.fencingToken, "SET", ctx.keys.units, String(units));
-      return result.written; // false: a newer holder has written, this holder's view is stale
+      ctx.writing();
+      const result = await ctx.guard.write(hold.lease.fencingToken, "SET", ctx.keys.units, String(units), "GET");
+      // Not written: a newer holder has raised the fence, this holder's view is stale.
+      return result.written ? { written: true, overwrote: result.reply } : { written: false };
     },
     release: surelockRelease,
   },

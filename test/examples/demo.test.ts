@@ -1,14 +1,20 @@
-// The flash-sale demo (examples/flash-sale): its numbers come from what happened, surelock with
-// fencing never oversells, a naive lock killed mid-acquire leaves a lock without TTL, and no
-// process it started outlives it, including when it is interrupted.
-import { describe, it } from "node:test";
+// The flash-sale demo (examples/flash-sale): the outcome of every strategy is the same in kind
+// for every seed (which rows oversell, jam or stay exact, and through which event), its numbers
+// come from what happened, it writes its files outside the tracked tree, and no process it
+// started outlives it, including when it is interrupted.
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { countDoubleHolders, overlapSegments } from "../../examples/flash-sale/analysis.mjs";
-import { runFlashSale, type FlashSaleResult } from "../../examples/flash-sale/run.mjs";
+import { runFlashSale, type StrategyName, type StrategyResult } from "../../examples/flash-sale/run.mjs";
+import { within } from "../helpers/fixtures.js";
+import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const DEMO = fileURLToPath(new URL("../../examples/demo.mjs", import.meta.url));
 const onLinux = process.platform === "linux";
 
@@ -49,43 +55,40 @@ function childrenOf(parent: number): number[] {
   return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => parentOf(pid) === parent);
 }
 
-// Small bursts: a few seconds per run. Stock is large enough that the victim instance always
-// reaches its fault point before the rest of the shop sells out.
-const SMALL = { instances: 2, stock: 24, buyers: 70, connections: 12, ttlMs: 300, acquireTimeoutMs: 700 } as const;
+/** `git status` of the checkout, ignored files excluded: what a fresh clone would show as dirty. */
+function gitStatus(): string {
+  const git = spawnSync("git", ["status", "--porcelain=v1", "--untracked-files=all"], { cwd: ROOT, encoding: "utf8" });
+  assert.equal(git.status, 0, `git status failed: ${git.stderr}`);
+  return git.stdout;
+}
 
-void describe("flash-sale demo", () => {
-  void it("counts double holders once per holder that overlapped a later one", () => {
-    assert.equal(countDoubleHolders([{ start: 0, end: 10 }, { start: 10, end: 20 }, { start: 20, end: 30 }]), 0);
-    // One paused holder (0..100) and three holders that came and went meanwhile: one double holder.
-    const holds = [{ start: 0, end: 100 }, { start: 20, end: 30 }, { start: 40, end: 50 }, { start: 60, end: 70 }];
-    assert.equal(countDoubleHolders(holds), 1);
-    assert.deepEqual(overlapSegments(holds).map((s) => [s.start, s.end]), [[20, 30], [40, 50], [60, 70]]);
-    assert.equal(countDoubleHolders([{ start: 0, end: 10 }, { start: 5, end: 15 }, { start: 8, end: 9 }]), 2);
-  });
+/** Runs examples/demo.mjs to its end; resolves with its exit code and output. */
+async function runDemo(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const demo = spawn(process.execPath, [DEMO, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  demo.stdout.on("data", (chunk: Buffer) => { stdout += chunk; });
+  demo.stderr.on("data", (chunk: Buffer) => { stderr += chunk; });
+  const code = await within(60_000, new Promise<number | null>((resolve) => demo.once("exit", (c) => resolve(c))), "the demo")
+    .finally(() => demo.kill("SIGKILL"));
+  return { code, stdout, stderr };
+}
 
-  for (const seed of [1, 2, 3]) {
-    void it(`surelock+fencing: a holder paused past its TTL oversells nothing (seed ${seed})`, async () => {
-      const result: FlashSaleResult = await runFlashSale({ ...SMALL, strategies: ["surelock+fencing"], seed });
-      const [s] = result.strategies;
-      assert.ok(s);
-      assert.equal(s.fault?.kind, "pause");
-      assert.equal(s.fault?.injected, true, "the holder was paused");
-      assert.ok(s.events.some((e) => e.kind === "pause") && s.events.some((e) => e.kind === "resume"));
-      assert.equal(s.oversold, 0);
-      assert.equal(s.locksWithoutTtl, 0, `keys without TTL: ${s.keysWithoutTtl.join(", ")}`);
-      // Every order is backed by a unit taken off the counter: no update was lost either.
-      assert.equal(s.accepted + s.unitsLeft, SMALL.stock);
-      assert.equal(s.lostUpdates, 0);
-      assert.equal(s.statuses["200"], s.accepted, "each accepted purchase is one order in the log");
-      assertAllGone(result.pids);
-    });
-  }
+// Small bursts: a few seconds per strategy. The stock is large enough that the victim reaches its
+// fault point long before the shop sells out, and the buyers many enough that it always sells out.
+const SMALL = { instances: 2, stock: 24, buyers: 70, connections: 12, ttlMs: 400, acquireTimeoutMs: 700 } as const;
+const SMALL_ARGS = ["--stock", "24", "--buyers", "70", "--connections", "12", "--ttl", "400"];
 
-  void it("setnx-then-expire: an instance killed between SETNX and EXPIRE leaves a lock without TTL", async () => {
-    const result = await runFlashSale({ ...SMALL, stock: 40, buyers: 50, strategies: ["setnx-then-expire"], seed: 5 });
-    const [s] = result.strategies;
-    assert.ok(s);
-    assert.equal(s.fault?.injected, true, "the kill landed");
+/** What each strategy's fault must do, in every run. */
+const OUTCOMES: Record<StrategyName, (s: StrategyResult) => void> = {
+  none(s) {
+    // No lock: the writes trample each other, fault or not.
+    assert.ok(s.staleWrites > 0 && s.salesUndone > 0 && s.oversold > 0, `stale ${s.staleWrites}, undone ${s.salesUndone}`);
+    assert.equal(s.doubleHolders, null, "no lock, no holders");
+    assert.equal(s.locksWithoutTtl, 0);
+  },
+  "setnx-then-expire"(s) {
+    assert.equal(s.fault?.kind, "kill");
     assert.ok(s.events.some((e) => e.kind === "kill"));
     assert.equal(s.locksWithoutTtl, 1, "the dead instance's lock is still there, without TTL");
     assert.match(s.keysWithoutTtl[0] ?? "", /naive-lock$/);
@@ -93,7 +96,118 @@ void describe("flash-sale demo", () => {
     assert.ok(s.accepted < s.stock, `accepted ${s.accepted}`);
     assert.equal(s.unitsLeft, s.stock - s.accepted);
     assert.ok((s.statuses["503"] ?? 0) > 0, "buyers timed out waiting for the lock");
-    assertAllGone(result.pids);
+    assert.equal(s.staleWrites, 0);
+    assert.equal(s.salesUndone, 0);
+    assert.equal(s.oversold, 0);
+  },
+  "del-without-check"(s) {
+    // Its late DEL freed the lock of the holder held at its write, someone else took it and wrote:
+    // at least that holder's write is stale. Every bare DEL after it can free a lock someone holds
+    // again, so how many more follow varies.
+    assert.equal(s.fault?.held?.point, "before-write");
+    assert.ok(s.events.some((e) => e.kind === "held" && e.why === "another holder took its lock and wrote"));
+    assert.ok(s.staleWrites >= 1 && s.salesUndone >= 1, `stale ${s.staleWrites}, undone ${s.salesUndone}`);
+    assert.ok((s.doubleHolders ?? 0) >= 2, `double holders ${s.doubleHolders}`);
+    assert.equal(s.oversold, s.salesUndone);
+    assert.equal(s.locksWithoutTtl, 0);
+  },
+  "get-then-del"(s) {
+    // Exactly one: the woken holder deleted one lock, and later releases check their owner.
+    assert.equal(s.fault?.held?.point, "before-write");
+    assert.equal(s.staleWrites, 1);
+    assert.equal(s.salesUndone, 1);
+    assert.equal(s.oversold, 1);
+    assert.equal(s.doubleHolders, 2, "the woken holder, and the holder whose lock it deleted");
+    assert.equal(s.locksWithoutTtl, 0);
+  },
+  surelock(s) {
+    // The lease ran out during the pause, so nobody believed it held the lock twice; the SET the
+    // paused holder had decided on still landed, while the next holder held the lock, before it read.
+    const v = s.fault?.victim;
+    assert.equal(s.fault?.held?.point, "before-read");
+    assert.equal(v?.heldAtWrite, false, "lease.held said no at the stale write");
+    assert.equal(v?.staleWrite, true);
+    assert.ok((v?.undid ?? 0) >= 1, "the stale SET undid the sales made during the pause");
+    assert.equal(s.staleWrites, 1);
+    assert.equal(s.salesUndone, v?.undid);
+    assert.equal(s.oversold, s.salesUndone);
+    assert.equal(s.doubleHolders, 0);
+    assert.equal(s.staleWritesRefused, 0, "its lease check ran before the pause, and passed");
+    assert.equal(s.locksWithoutTtl, 0);
+  },
+  "surelock+fencing"(s) {
+    assert.equal(s.fault?.held?.point, "before-read");
+    assert.equal(s.fault?.victim?.outcome, "stale-refused", "the guard refused the paused holder's write");
+    assert.equal(s.staleWritesRefused, 1);
+    assert.equal(s.staleWrites, 0);
+    assert.equal(s.salesUndone, 0);
+    assert.equal(s.oversold, 0);
+    assert.equal(s.accepted, s.stock);
+    assert.equal(s.doubleHolders, 0);
+    assert.equal(s.locksWithoutTtl, 0);
+  },
+};
+
+void describe("flash-sale demo", () => {
+  let server: RedisServer;
+  before(async () => { server = await startStandalone(); });
+  after(() => server.stop());
+
+  void it("counts a double holder for each holder that went on believing after another's acquire", () => {
+    assert.equal(countDoubleHolders([{ start: 0, end: 10 }, { start: 10, end: 20 }, { start: 20, end: 30 }]), 0);
+    // A naive holder paused with its lock (0..100) and three holders that came and went meanwhile:
+    // it is the one double holder; the others got the lock from Redis.
+    const paused = [{ start: 0, end: 100 }, { start: 20, end: 30 }, { start: 40, end: 50 }, { start: 60, end: 70 }];
+    assert.equal(countDoubleHolders(paused), 1);
+    assert.deepEqual(overlapSegments(paused).map((s) => [s.start, s.end]), [[20, 30], [40, 50], [60, 70]]);
+    // A surelock holder's belief ends at its last look that said "held", before its pause.
+    assert.equal(countDoubleHolders([{ start: 0, end: 12 }, { start: 20, end: 30 }, { start: 40, end: 50 }]), 0);
+    assert.equal(countDoubleHolders([{ start: 0, end: 10 }, { start: 5, end: 15 }, { start: 8, end: 9 }]), 2);
+  });
+
+  for (const seed of [1, 2, 3]) {
+    void it(`every strategy's fault does the same damage in kind (seed ${seed})`, async () => {
+      const result = await runFlashSale({ ...SMALL, seed, redisUrl: server.url });
+      assert.deepEqual(result.strategies.map((s) => s.strategy), Object.keys(OUTCOMES));
+      for (const s of result.strategies) {
+        assert.equal(s.fault?.injected, true, `${s.strategy}: the fault landed`);
+        // Without a lock, every buyer may get a unit while the counter still shows some left.
+        if (s.strategy !== "setnx-then-expire" && s.strategy !== "none") assert.equal(s.unitsLeft, 0, `${s.strategy}: the sale sold out`);
+        // Every accepted purchase is one order in the log, and every order is sold or undone.
+        assert.equal(s.statuses["200"], s.accepted, `${s.strategy}: one order per accepted purchase`);
+        assert.equal(s.accepted, s.stock - s.unitsLeft + s.salesUndone, `${s.strategy}: orders = units taken + sales undone`);
+        try {
+          OUTCOMES[s.strategy](s);
+        } catch (error) {
+          (error as Error).message = `${s.strategy} (seed ${seed}): ${(error as Error).message}`;
+          throw error;
+        }
+      }
+      assertAllGone(result.pids);
+      assert.deepEqual(await server.command("KEYS", "surelock-demo:*"), [], "the run removed its keys");
+    });
+  }
+
+  void it("npm run demo leaves a clean tree: its files go to .tmp/demo/, and it says so", async () => {
+    const before = gitStatus();
+    const { code, stdout, stderr } = await runDemo(["--strategy", "surelock+fencing", ...SMALL_ARGS], { REDIS_URL: server.url });
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /Written: \.tmp\/demo\/output\.txt \(this text\) and \.tmp\/demo\/timeline\.svg/);
+    const written = readFileSync(join(ROOT, ".tmp/demo/output.txt"), "utf8");
+    assert.match(written, /^surelock\+fencing +24 +0 +0 +0 +1 +0 +0 /m, "output.txt holds the table as printed");
+    assert.match(readFileSync(join(ROOT, ".tmp/demo/timeline.svg"), "utf8"), /^<svg /);
+    assert.equal(gitStatus(), before, "the demo changed no tracked file and left no untracked one");
+  });
+
+  void it("--out DIR writes both files there", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "surelock-demo-test-"));
+    try {
+      const { code, stderr } = await runDemo(["--strategy", "get-then-del", "--out", dir, ...SMALL_ARGS], { REDIS_URL: server.url });
+      assert.equal(code, 0, stderr);
+      assert.ok(existsSync(join(dir, "output.txt")) && existsSync(join(dir, "timeline.svg")));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   void it("an aborted run stops every process it started", async () => {
@@ -111,8 +225,9 @@ void describe("flash-sale demo", () => {
   });
 
   void it("Ctrl-C on npm run demo stops every process it started", { skip: !onLinux && "needs /proc" }, async () => {
-    const demo = spawn(process.execPath, [DEMO, "--strategy", "setnx-then-expire", "--no-svg", "--buyers", "60", "--connections", "12"], {
+    const demo = spawn(process.execPath, [DEMO, "--strategy", "setnx-then-expire", "--no-files", "--buyers", "60", "--connections", "12"], {
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, REDIS_URL: "" }, // its own throwaway redis-server, which must go too
     });
     let stderr = "";
     demo.stderr.on("data", (chunk: Buffer) => { stderr += chunk; });
