@@ -48,11 +48,12 @@ export async function release(o: ReleaseOptions): Promise<number> {
       if (!before) continue;
       const where = `${what} ${quote(o.key)} on ${outcome.node}`;
       if (before.holder || before.shared > 0) {
+        // "held by X (...), and by 2 readers" / "held by 3 permit holders"
         const parts = [
-          ...(before.holder ? [`held by ${before.holder.owner} (${plural(before.holder.entries, "entry", "entries")}), fencing token ${before.holder.fencingToken}, with ${formatDuration(Math.max(0, before.holder.pttlMs))} left`] : []),
-          ...(before.shared > 0 ? [plural(before.shared, o.kind === "rw" ? "reader" : "holder")] : []),
+          ...(before.holder ? [`${before.holder.owner} (${plural(before.holder.entries, "entry", "entries")}), fencing token ${before.holder.fencingToken}, with ${formatDuration(Math.max(0, before.holder.pttlMs))} left`] : []),
+          ...(before.shared > 0 ? [plural(before.shared, o.kind === "rw" ? "reader" : "permit holder")] : []),
         ];
-        print(`released ${where}: it was ${parts.join(", and ")}; waiters were woken`);
+        print(`released ${where}: it was held by ${parts.join(", and by ")}; waiters were woken`);
       } else {
         print(`${where} was not held: nothing released`);
         const d = reached.deployments.find((x) => x.address === o.addresses[i]);
