@@ -24,7 +24,7 @@ export function parseDuration(text: string): DurationParse {
   if (BARE.test(text)) {
     // Small numbers are seconds to most people (flock -w 10, timeout 10); large ones look like ms.
     const guess = Number(text) >= 1_000 ? `${text}ms` : `${text}s`;
-    return { error: `a duration needs a unit: did you mean ${guess}? (ms, s, m or h)` };
+    return { error: `a duration needs a unit (ms, s, m or h): did you mean ${guess}?` };
   }
   const match = SYNTAX.exec(text);
   if (!match) return { error: `expected ${DURATION_HINT}` };

@@ -11,8 +11,8 @@ const NOWHERE = ["--redis", "redis://127.0.0.1:1"];
 const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.ProcessEnv?])[] = [
   ["a malformed --ttl", ["exec", ...NOWHERE, "--key", "k", "--ttl", "abc", "--", "true"], /invalid --ttl "abc": expected a duration/],
   ["a --ttl below 10 ms", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5ms", "--", "true"], /invalid --ttl "5ms": expected at least 10ms/],
-  ["a --ttl without a unit", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5", "--", "true"], /invalid --ttl "5": a duration needs a unit: did you mean 5s\?/],
-  ["a --timeout without a unit", ["exec", ...NOWHERE, "--key", "k", "--timeout", "10", "--", "true"], /invalid --timeout "10": a duration needs a unit: did you mean 10s\?/],
+  ["a --ttl without a unit", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5", "--", "true"], /invalid --ttl "5": a duration needs a unit \(ms, s, m or h\): did you mean 5s\?/],
+  ["a --timeout without a unit", ["exec", ...NOWHERE, "--key", "k", "--timeout", "10", "--", "true"], /invalid --timeout "10": a duration needs a unit \(ms, s, m or h\): did you mean 10s\?/],
   ["an empty --owner", ["exec", ...NOWHERE, "--key", "k", "--owner=", "--", "true"], /invalid --owner "": expected 1 to 256 characters/],
   ["--owner on another command", ["inspect", ...NOWHERE, "k", "--owner", "me"], /unknown option --owner; it belongs to surelock exec/],
   ["a fraction of a millisecond", ["exec", ...NOWHERE, "--key", "k", "--timeout", "1.5ms", "--", "true"], /invalid --timeout "1\.5ms"/],

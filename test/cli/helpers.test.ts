@@ -30,7 +30,7 @@ void describe("parseDuration", () => {
   });
 
   void it("refuses a number without a unit, and suggests the likely one", () => {
-    assert.match(error("10"), /needs a unit: did you mean 10s\?/);
+    assert.match(error("10"), /needs a unit \(ms, s, m or h\): did you mean 10s\?/);
     assert.match(error("5"), /did you mean 5s\?/);
     assert.match(error("2.5"), /did you mean 2\.5s\?/);
     assert.match(error("30000"), /did you mean 30000ms\?/);
