@@ -3,8 +3,9 @@
  * every page under README.md and docs/ follows (test/docs/snippets.test.ts enforces them):
  *
  * - A ```ts / ```typescript / ```js / ```javascript block is a whole program. It is type-checked
- *   (strict, NodeNext, `import "surelock"` is this package) and run against a throwaway
- *   redis-server whose URL is in REDIS_URL. It must end by itself (close what it opened).
+ *   (strict, NodeNext, `import "surelock"` is this package; JavaScript as JavaScript is checked,
+ *   without noImplicitAny, for libraries whose types NodeNext cannot find) and run against a
+ *   throwaway redis-server whose URL is in REDIS_URL. It must end by itself (close what it opened).
  * - ```ts fragment — a piece of a program (names it does not declare): neither checked nor run.
  * - ```ts no-run — a whole program that needs what a test machine has not got (a Sentinel set at
  *   sentinel-1, a Cluster at redis-1): type-checked, not run.

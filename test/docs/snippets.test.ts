@@ -1,6 +1,7 @@
 // Every code block in README.md and docs/ is a program that type-checks and runs as written,
 // unless its info string says otherwise. The markers, as test/docs/extract.ts defines them:
 //   ```ts              a whole program: type-checked (NodeNext, strict) and run with REDIS_URL
+//   ```js              the same, checked as JavaScript (no noImplicitAny: for untyped libraries)
 //   ```ts fragment     a piece of a program: neither (use it only for that, honestly)
 //   ```ts no-run       needs a deployment a test machine lacks (Sentinel, Cluster): checked only
 //   ```ts file=PATH    the repository file PATH, verbatim; other blocks import "./<name>.js"
