@@ -1,6 +1,7 @@
 // A compact node:test reporter for people: one line per top-level suite as it finishes, grouped
-// by file, with the diagnostics tests print (t.diagnostic: measured figures); then every failure
-// in full (where, the error with its stack, what the file printed), and a closing line
+// by file, with the diagnostics tests print (t.diagnostic: measured figures). Each failure is
+// printed in full right under its suite (where, the error with its stack, what the file printed),
+// so a run cut short still shows it; at the end, the list of failures and a closing line
 // "tests: N passed, N failed, N skipped". scripts/run-tests.mjs uses it next to a JUnit file for CI.
 //
 // It reads test:start / test:pass / test:fail / test:diagnostic / test:stdout / test:stderr.
@@ -24,6 +25,8 @@ export default async function* compactReporter(source) {
   const startedAt = performance.now();
   const totals = { passed: 0, failed: 0, skipped: 0 };
   const failures = [];
+  let reported = 0; // failures already printed in full
+  const shown = new Set(); // files whose output was printed
   const output = new Map(); // file -> what it printed (shown with its failures)
   const warnings = [];
   const files = new Set();
@@ -84,6 +87,15 @@ export default async function* compactReporter(source) {
     yield `  ${mark} ${name} ${dim(`(${counts}, ${seconds(data.details?.duration_ms ?? 0)})`)}\n`;
     for (const message of current.diagnostics) yield `      ${dim(message)}\n`;
     current = { file: data.file, passed: 0, failed: 0, skipped: 0, diagnostics: [] };
+    for (; reported < failures.length; reported++) {
+      const f = failures[reported];
+      yield `\n    ${red(`${reported + 1}) ${title(f)}`)}\n${indent(describe(f.error), "       ")}\n`;
+      if (f.file && output.has(f.file) && !shown.has(f.file)) {
+        shown.add(f.file);
+        yield `       ${dim(`output of ${where(f.file)}:`)}\n${indent(output.get(f.file).trimEnd(), "       | ")}\n`;
+      }
+      if (reported === failures.length - 1) yield "\n";
+    }
   }
 
   if (warnings.length > 0) {
@@ -91,19 +103,16 @@ export default async function* compactReporter(source) {
     for (const message of warnings) yield `  ${message}\n`;
   }
   if (failures.length > 0) {
-    yield `\n${red(`Failures (${failures.length}):`)}\n`;
-    const shown = new Set();
-    for (const [i, f] of failures.entries()) {
-      yield `\n${red(`${i + 1}) ${where(f.file)}`)}${f.path.length > 0 ? ` › ${f.path.join(" › ")}` : " (the file itself)"}\n`;
-      yield `${indent(describe(f.error), "   ")}\n`;
-      if (f.file && output.has(f.file) && !shown.has(f.file)) {
-        shown.add(f.file);
-        yield `   ${dim(`output of ${where(f.file)}:`)}\n${indent(output.get(f.file).trimEnd(), "   | ")}\n`;
-      }
-    }
+    yield `\n${red(`Failed (${failures.length}, each in full above):`)}\n`;
+    for (const [i, f] of failures.entries()) yield `  ${i + 1}) ${title(f)}\n`;
   }
   yield `\n${files.size} files in ${seconds(performance.now() - startedAt)}\n`;
   yield `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`;
+}
+
+/** `file › suite › test`, or `file (the file itself)`. */
+function title(f) {
+  return `${where(f.file)}${f.path.length > 0 ? ` › ${f.path.join(" › ")}` : " (the file itself)"}`;
 }
 
 /** The error of a failed test as the runner wraps it: the original error (cause) in full. */
