@@ -1,7 +1,13 @@
 // Runs every test file under test/ with Node's test runner (through tsx for TypeScript).
-// Usage: node scripts/run-tests.mjs [path-substring ...] to run a subset.
+//
+//   node scripts/run-tests.mjs [--reporter NAME] [path-substring ...]
+//
+// A path substring runs a subset (`node scripts/run-tests.mjs test/lease`). People get a compact
+// report (scripts/test-reporter.mjs: one line per suite, failures in full, a closing count);
+// `--reporter spec` (every test) or `tap` picks one of Node's instead. Every run also writes
+// JUnit XML to .test-results/junit.xml (gitignored) for CI and tools.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const walk = (dir) =>
@@ -10,17 +16,35 @@ const walk = (dir) =>
     return statSync(path).isDirectory() ? walk(path) : path.endsWith(".test.ts") ? [path] : [];
   });
 
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+let reporter = "./scripts/test-reporter.mjs";
+const filters = [];
+for (let i = 0; i < args.length; i++) {
+  const arg = args[i];
+  if (arg === "--reporter") reporter = args[++i] ?? reporter;
+  else if (arg.startsWith("--reporter=")) reporter = arg.slice("--reporter=".length);
+  else filters.push(arg);
+}
+
 const files = walk("test").filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
+const results = ".test-results";
+rmSync(results, { recursive: true, force: true });
+mkdirSync(results, { recursive: true });
+
 // Two files at a time: the machine has two cores, and fault tests are sensitive to starvation.
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=180000", ...files],
+  [
+    "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=180000",
+    `--test-reporter=${reporter}`, "--test-reporter-destination=stdout",
+    "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,
+    ...files,
+  ],
   { stdio: "inherit" },
 );
 process.exit(result.status ?? 1);

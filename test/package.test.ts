@@ -1,7 +1,18 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { describe, it } from "node:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { startStandalone, type RedisServer } from "./helpers/redis-topology.js";
+import { runOk, runProcess } from "./helpers/run-process.js";
+
+const ROOT = resolve(".");
+const NPM_MS = 120_000;
+const RUN_MS = 30_000;
+// The scratch project reaches node, npm and tsc through these; never the repository's packages.
+const PATH = `${dirname(process.execPath)}:${process.env.PATH ?? ""}`;
+const TSC = join(ROOT, "node_modules", "typescript", "bin", "tsc");
 
 /** What a user gets from `npm install surelock`: the entry points package.json exports. */
 describe("the built package", () => {
@@ -30,5 +41,159 @@ describe("the built package", () => {
     const out = execFileSync(process.execPath, [pkg.bin.surelock!, "--help"], { encoding: "utf8" });
     assert.match(out, /exec/);
     assert.match(out, /doctor/);
+  });
+
+  it("THIRD_PARTY_NOTICES.md lists exactly what the CLI bundle contains", async () => {
+    const bundled = (JSON.parse(readFileSync("dist/cli/bundled.json", "utf8")) as { name: string }[]).map((p) => p.name);
+    assert.ok(bundled.includes("ioredis"), `the CLI bundles ioredis (bundled: ${bundled.join(", ")})`);
+    const notices = readFileSync("THIRD_PARTY_NOTICES.md", "utf8");
+    for (const name of bundled) assert.match(notices, new RegExp(`^## ${name.replace(/[/]/g, "\\/")} `, "m"));
+    // The generator's own check: the file is exactly what the current bundle calls for.
+    await runOk(process.execPath, ["scripts/third-party-notices.mjs", "--check"], { timeoutMs: RUN_MS });
+  });
+});
+
+/**
+ * The whole way from a fresh checkout to a user's project: the files git would give a clone
+ * (tracked, plus new files not ignored), `npm pack` there (its prepack script builds dist/),
+ * the tarball installed offline into a scratch project that has no Redis client of its own,
+ * then ESM import, CommonJS require, the type declarations and the `surelock` binary, each
+ * against a real redis-server. The scripts reach ioredis through the repository's copy, as an
+ * application passes in its own client; the binary must do without it.
+ */
+describe("npm pack of a fresh checkout", () => {
+  let work: string;
+  let scratch: string;
+  let tarball: string;
+  let server: RedisServer;
+  let packed: string[];
+
+  before(async () => {
+    server = await startStandalone();
+    work = mkdtempSync(join(tmpdir(), "surelock-pack-"));
+    const checkout = join(work, "checkout");
+    const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT, encoding: "utf8" });
+    for (const file of listed.split("\0").filter((f) => f !== "" && existsSync(join(ROOT, f)))) {
+      mkdirSync(dirname(join(checkout, file)), { recursive: true });
+      copyFileSync(join(ROOT, file), join(checkout, file));
+    }
+    assert.ok(!existsSync(join(checkout, "dist")), "a fresh checkout has no dist/");
+    // What `npm ci` would put there: the locked dev dependencies (esbuild, tsc) for the build.
+    symlinkSync(join(ROOT, "node_modules"), join(checkout, "node_modules"), "dir");
+    const out = join(work, "out");
+    mkdirSync(out);
+    await runOk("npm", ["pack", "--pack-destination", out], { cwd: checkout, env: { PATH }, timeoutMs: NPM_MS });
+    const tgz = readdirSync(out).filter((f) => f.endsWith(".tgz"));
+    assert.equal(tgz.length, 1, `one tarball: ${tgz.join(", ")}`);
+    tarball = join(out, tgz[0] as string);
+    packed = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n").filter(Boolean).map((p) => p.replace(/^package\//, ""));
+
+    scratch = join(work, "scratch");
+    mkdirSync(scratch);
+    writeFileSync(join(scratch, "package.json"), `${JSON.stringify({ name: "scratch", version: "1.0.0", private: true })}\n`);
+    await runOk("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], { cwd: scratch, env: { PATH }, timeoutMs: NPM_MS });
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  /** Runs a file of the scratch project with node, REDIS_URL set. */
+  const node = (file: string, ...args: string[]) =>
+    runOk(process.execPath, [file, ...args], { cwd: scratch, env: { PATH, REDIS_URL: server.url, REPO_PACKAGE_JSON: join(ROOT, "package.json") }, timeoutMs: RUN_MS });
+
+  it("the tarball carries the built library, the CLI, the declarations and the notices, not the tests", () => {
+    for (const file of ["dist/index.js", "dist/cjs/index.cjs", "dist/cjs/package.json", "dist/cli/main.js", "dist/types/index.d.ts", "dist/cjs/index.d.ts", "THIRD_PARTY_NOTICES.md", "README.md", "package.json"]) {
+      assert.ok(packed.includes(file), `${file} is in the tarball`);
+    }
+    assert.deepEqual(packed.filter((f) => f.startsWith("test/") || f.startsWith("node_modules/")), []);
+  });
+
+  it("the package has no dependencies, and the scratch project has no ioredis", async () => {
+    const manifest = JSON.parse(readFileSync(join(scratch, "node_modules", "surelock", "package.json"), "utf8")) as Record<string, unknown>;
+    assert.equal(manifest.dependencies, undefined);
+    assert.equal(manifest.peerDependencies, undefined);
+    const r = await runProcess(process.execPath, ["-e", "require.resolve('ioredis')"], { cwd: scratch, timeoutMs: RUN_MS });
+    assert.notEqual(r.code, 0, "ioredis cannot be resolved from the scratch project");
+  });
+
+  it("the library entry points import no Redis client (nothing but node: built-ins)", () => {
+    for (const entry of ["dist/index.js", "dist/cjs/index.cjs"]) {
+      const code = readFileSync(join(scratch, "node_modules", "surelock", entry), "utf8");
+      const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["']([^"']+)["']/g)].map((m) => m[1]);
+      assert.ok(specifiers.length > 0, `${entry}: the scan found its imports`);
+      assert.deepEqual(specifiers.filter((s) => !s?.startsWith("node:")), [], `${entry} imports only node: built-ins`);
+      assert.doesNotMatch(code, /require\(\s*["']ioredis["']\s*\)|from\s*["']ioredis["']/);
+    }
+  });
+
+  it("ESM import takes a lock through the installed package", async () => {
+    writeFileSync(join(scratch, "esm.mjs"), [
+      'import { createRequire } from "node:module";',
+      'import { Surelock } from "surelock";',
+      'const { Redis } = createRequire(process.env.REPO_PACKAGE_JSON)("ioredis");',
+      "const redis = new Redis(process.env.REDIS_URL);",
+      "const locks = new Surelock({ redis });",
+      'const token = await locks.withLock("packed:esm", (lease) => lease.fencingToken);',
+      'console.log(import.meta.resolve("surelock"), typeof token, token > 0n);',
+      "await locks.close();",
+      "await redis.quit();",
+    ].join("\n"));
+    const r = await node("esm.mjs");
+    const [resolved, type, positive] = r.stdout.trim().split(" ");
+    assert.equal(resolved, `file://${join(scratch, "node_modules", "surelock", "dist", "index.js")}`);
+    assert.deepEqual([type, positive], ["bigint", "true"]);
+  });
+
+  it("CommonJS require takes a lock through the installed package", async () => {
+    writeFileSync(join(scratch, "cjs.cjs"), [
+      'const { Surelock } = require("surelock");',
+      'const { Redis } = require("node:module").createRequire(process.env.REPO_PACKAGE_JSON)("ioredis");',
+      "(async () => {",
+      "  const redis = new Redis(process.env.REDIS_URL);",
+      "  const locks = new Surelock({ redis });",
+      '  const lease = await locks.mutex("packed:cjs").acquire();',
+      '  console.log(require.resolve("surelock"), typeof lease.fencingToken, lease.held);',
+      "  await lease.release();",
+      "  await locks.close();",
+      "  await redis.quit();",
+      "})();",
+    ].join("\n"));
+    const r = await node("cjs.cjs");
+    const [resolved, type, held] = r.stdout.trim().split(" ");
+    assert.equal(resolved, join(scratch, "node_modules", "surelock", "dist", "cjs", "index.cjs"));
+    assert.deepEqual([type, held], ["bigint", "true"]);
+  });
+
+  it("the declarations type-check from ESM and CommonJS under NodeNext, without ioredis or skipLibCheck", async () => {
+    writeFileSync(join(scratch, "types.mts"), [
+      'import { Surelock, LockLostError, type Lease, type RedisAdapter } from "surelock";',
+      "export const token = (lease: Lease): bigint => lease.fencingToken;",
+      "export const make = (redis: RedisAdapter): Surelock => new Surelock({ redis });",
+      'export const lost = (e: unknown): boolean => e instanceof LockLostError && e.reason === "taken";',
+    ].join("\n"));
+    writeFileSync(join(scratch, "types.cts"), [
+      'import surelock = require("surelock");',
+      "export const token = (lease: surelock.Lease): bigint => lease.fencingToken;",
+      "export const make = (redis: surelock.RedisAdapter): surelock.Surelock => new surelock.Surelock({ redis });",
+    ].join("\n"));
+    await runOk(process.execPath, [
+      TSC, "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022",
+      "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "types.mts", "types.cts",
+    ], { cwd: scratch, timeoutMs: NPM_MS });
+  });
+
+  it("the surelock binary runs a command under a lock with no ioredis installed", async () => {
+    const bin = join(scratch, "node_modules", ".bin", "surelock");
+    const version = await runOk(bin, ["--version"], { cwd: scratch, env: { PATH }, timeoutMs: RUN_MS });
+    assert.equal(version.stdout.trim(), (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version);
+    const r = await runOk(bin, [
+      "exec", "--redis", server.url, "--key", "packed:cli", "--",
+      process.execPath, "-e", "console.log(process.env.SURELOCK_KEY, process.env.SURELOCK_FENCING_TOKEN)",
+    ], { cwd: scratch, env: { PATH }, timeoutMs: RUN_MS });
+    assert.match(r.stdout, /^packed:cli \d+\n$/);
+    const doctor = await runProcess(bin, ["doctor", "--redis", server.url, "--json"], { cwd: scratch, env: { PATH }, timeoutMs: RUN_MS });
+    assert.equal((JSON.parse(doctor.stdout) as { checks: { check: string; status: string }[] }).checks.find((c) => c.check === "scripting")?.status, "ok");
   });
 });

@@ -24,6 +24,8 @@ export interface ExecOptions {
   readonly addresses: readonly RedisAddress[];
   readonly prefix: string;
   readonly key: string;
+  /** Acquire as this owner (`acquire({ owner })`); undefined for a fresh one. */
+  readonly owner: string | undefined;
   readonly ttlMs: number;
   /** Longest wait for the lock; Infinity to wait until interrupted. */
   readonly timeoutMs: number;
@@ -96,6 +98,7 @@ async function acquire(locks: Surelock, deployments: readonly Deployment[], o: E
   try {
     const lease = await locks.mutex(o.key, { fair: o.fair }).acquire({
       ...(o.timeoutMs < Infinity && { timeout: o.timeoutMs }),
+      ...(o.owner !== undefined && { owner: o.owner }),
       signal: interrupt.signal,
     });
     if (interrupt.signal.aborted) {
@@ -156,6 +159,7 @@ async function runHolding(lease: Lease, o: ExecOptions, signals: SignalRelay): P
 
   const stopper = new Stopper(child, !o.foreground, o.killAfterMs);
   signals.onSignal = (signal) => stopper.send(signal);
+  const stopTogether = o.foreground ? undefined : new StopTogether(lease, stopper);
   let lost: LockLostError | undefined;
   const onLost = (): void => {
     lost = lease.signal.reason as LockLostError;
@@ -166,6 +170,7 @@ async function runHolding(lease: Lease, o: ExecOptions, signals: SignalRelay): P
   lease.signal.addEventListener("abort", onLost, { once: true });
 
   const { code, signal } = await exited;
+  stopTogether?.dispose();
   lease.signal.removeEventListener("abort", onLost);
   signals.onSignal = undefined;
   stopper.finish(lost !== undefined);
@@ -251,6 +256,42 @@ class Stopper {
 }
 
 /**
+ * Ctrl-Z for a command in its own process group. The terminal stops only the foreground group,
+ * which is surelock's: were surelock to stop alone, the command would keep working while nobody
+ * renews its lease (observed: the lock expired in Redis while the command ran on). So surelock
+ * stops the command's group first (SIGSTOP, which cannot be ignored), then itself. On SIGCONT
+ * (`fg`, `bg`) it looks at the lease before it continues the command: a lease that ran out while
+ * stopped is lost, and the command is sent SIGTERM before SIGCONT, so the stop is delivered as
+ * it wakes up.
+ */
+class StopTogether {
+  readonly #lease: Lease;
+  readonly #stopper: Stopper;
+  readonly #onStop = (): void => {
+    this.#stopper.send("SIGSTOP");
+    process.kill(process.pid, "SIGSTOP");
+  };
+  readonly #onContinue = (): void => {
+    // Reading `held` checks the lease's validity; a lost lease aborts its signal at once, and
+    // the abort listener sends the command SIGTERM.
+    void this.#lease.held;
+    this.#stopper.send("SIGCONT");
+  };
+
+  constructor(lease: Lease, stopper: Stopper) {
+    this.#lease = lease;
+    this.#stopper = stopper;
+    process.on("SIGTSTP", this.#onStop);
+    process.on("SIGCONT", this.#onContinue);
+  }
+
+  dispose(): void {
+    process.off("SIGTSTP", this.#onStop);
+    process.off("SIGCONT", this.#onContinue);
+  }
+}
+
+/**
  * Catches SIGINT, SIGTERM and SIGHUP for as long as exec runs and hands them to the current
  * handler. A signal that arrives between two handlers (the command is being started) is kept
  * for the next one, so it is never lost.
@@ -288,7 +329,10 @@ function signalNumber(signal: NodeJS.Signals): number {
   return constants.signals[signal] ?? 0;
 }
 
-/** `--verbose`: one stderr line per event of this key on surelock's diagnostics channels. */
+/**
+ * `--verbose`: one stderr line per event of this key on surelock's diagnostics channels. A loss
+ * is not among them: exec reports it itself, always, with what it does about it.
+ */
 function logLockEvents(key: string): () => void {
   const mine = (message: unknown): message is Record<string, unknown> =>
     typeof message === "object" && message !== null && (message as { key?: unknown }).key === key;
@@ -302,9 +346,6 @@ function logLockEvents(key: string): () => void {
     }],
     ["extend", (m) => {
       if (mine(m)) note(`renewed lock ${quote(key)} for ${formatDuration(Number(m.ttl))}`);
-    }],
-    ["lost", (m) => {
-      if (mine(m)) note(`lock ${quote(key)} lost (${String(m.reason)})`);
     }],
     ["release", (m) => {
       if (mine(m)) note(`released lock ${quote(key)} after holding it ${formatDuration(Number(m.heldMs))}`);

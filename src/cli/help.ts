@@ -10,7 +10,7 @@ const CONNECTION = `Connection:
 export const MAIN_HELP = `surelock: distributed locks on Redis
 
 Usage:
-  surelock exec --key K [--ttl 30s] [--timeout 10s] -- command [args...]
+  surelock exec --key K [--ttl 30s] [--timeout 10s] [--owner O] -- command [args...]
   surelock inspect K [--json]
   surelock list [PATTERN] [--json]
   surelock release K --force [--kind mutex|rw|semaphore]
@@ -26,7 +26,7 @@ Commands:
 ${CONNECTION}
   --version          print the version
 
-Durations: 500ms, 30s, 2m, 1h, or a number of milliseconds.
+Durations take a unit: 500ms, 30s, 2m, 1h (a bare 10 is refused; 0 alone is allowed).
 Run "surelock COMMAND --help" for the options of a command.`;
 
 export const COMMAND_HELP = {
@@ -36,17 +36,24 @@ Waits for the mutex K, runs the command while holding it, releases it when the c
 and exits with the command's exit code (128+n if a signal n ended it). The lease is renewed
 every ttl/3. If it is lost (renewal refused, or Redis unreachable past its validity) the command
 is sent SIGTERM, then SIGKILL after --kill-after, and surelock exits with 76. SIGINT, SIGTERM and
-SIGHUP are passed on to the command. The command sees SURELOCK_KEY and SURELOCK_FENCING_TOKEN.
+SIGHUP are passed on to the command; Ctrl-Z stops it with surelock. The command sees
+SURELOCK_KEY and SURELOCK_FENCING_TOKEN.
 
 Options:
   --key K            the lock to hold (required)
+  --owner O          acquire as owner O: whoever holds K as O (a program's acquire({ owner }),
+                     another exec --owner O) shares it with the command instead of waiting
   --ttl D            lease length (default 30s); a dead holder's lock frees after at most this
   --timeout D        longest wait for the lock (default: wait until interrupted); 0 = one try
   --kill-after D     after a lost lease, time between SIGTERM and SIGKILL (default 5s)
   --fair             queue in arrival order with other --fair waiters
-  --foreground       keep the command in surelock's process group, so it can read the terminal
-                     (default: its own group, so a lost lease stops its children too)
-  --verbose          log acquire, renewals, loss and release on stderr
+  --foreground       keep the command in surelock's process group: it has the terminal (it can
+                     open /dev/tty: password prompts, editors) and only it is signalled.
+                     Default: a session of its own, so a lost lease stops its children too; it
+                     still reads stdin, but has no /dev/tty
+  --verbose          log waiting, acquire, renewals and release on stderr
+
+Durations take a unit: 500ms, 30s, 2m, 1h (0 alone is allowed).
 
 ${CONNECTION}
 

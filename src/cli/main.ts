@@ -9,7 +9,7 @@ import { ConnectionError, InvalidArgumentError, QuorumError } from "../errors.js
 import { MIN_TTL_MS } from "../validate.js";
 import { DEFAULT_REDIS_URL, parseRedisUrl, type RedisAddress } from "./connection.js";
 import { doctor } from "./doctor.js";
-import { DURATION_HINT, parseDuration } from "./duration.js";
+import { parseDuration } from "./duration.js";
 import { exec } from "./exec.js";
 import { CliError, ExitCode, UsageError } from "./exit-codes.js";
 import { COMMAND_HELP, MAIN_HELP } from "./help.js";
@@ -28,6 +28,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
   key: { type: "string" },
+  owner: { type: "string" },
   ttl: { type: "string" },
   timeout: { type: "string" },
   "kill-after": { type: "string" },
@@ -43,7 +44,7 @@ type OptionName = keyof typeof OPTIONS;
 
 const GLOBAL: readonly OptionName[] = ["redis", "prefix", "help"];
 const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
-  exec: [...GLOBAL, "key", "ttl", "timeout", "kill-after", "fair", "foreground", "verbose"],
+  exec: [...GLOBAL, "key", "owner", "ttl", "timeout", "kill-after", "fair", "foreground", "verbose"],
   inspect: [...GLOBAL, "json"],
   list: [...GLOBAL, "json"],
   release: [...GLOBAL, "force", "kind"],
@@ -53,6 +54,7 @@ const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
 const DEFAULT_TTL_MS = 30_000;
 const DEFAULT_KILL_AFTER_MS = 5_000;
 const MAX_KEY_LENGTH = 1024;
+const MAX_OWNER_LENGTH = 256;
 
 /** argv split into its parts; flags checked against the command. */
 interface CommandLine {
@@ -110,6 +112,7 @@ function run(command: CommandName, line: CommandLine, env: NodeJS.ProcessEnv): P
         addresses,
         prefix,
         key: checkKey("--key", key),
+        owner: ownerOf(line),
         ttlMs: duration(line, "ttl", MIN_TTL_MS) ?? DEFAULT_TTL_MS,
         timeoutMs: duration(line, "timeout", 0) ?? Infinity,
         killAfterMs: duration(line, "kill-after", 0) ?? DEFAULT_KILL_AFTER_MS,
@@ -210,14 +213,23 @@ function string(line: CommandLine, name: OptionName): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-/** A duration flag in ms, at least `min`; undefined when absent. */
-function duration(line: CommandLine, name: OptionName, min: number): number | undefined {
+/** A duration flag in ms, at least `minMs`; undefined when absent. */
+function duration(line: CommandLine, name: OptionName, minMs: number): number | undefined {
   const text = string(line, name);
   if (text === undefined) return undefined;
-  const ms = parseDuration(text);
-  if (ms === undefined) throw new UsageError(`invalid --${name} ${quote(text)}: expected ${DURATION_HINT}`);
-  if (ms < min) throw new UsageError(`invalid --${name} ${quote(text)}: expected at least ${min} ms`);
-  return ms;
+  const parsed = parseDuration(text);
+  if ("error" in parsed) throw new UsageError(`invalid --${name} ${quote(text)}: ${parsed.error}`);
+  if (parsed.ms < minMs) throw new UsageError(`invalid --${name} ${quote(text)}: expected at least ${minMs}ms`);
+  return parsed.ms;
+}
+
+/** `--owner`: the acquire's `owner` (holders with the same owner share the lock); checked before connecting. */
+function ownerOf(line: CommandLine): string | undefined {
+  const owner = string(line, "owner");
+  if (owner !== undefined && (owner.length === 0 || owner.length > MAX_OWNER_LENGTH)) {
+    throw new UsageError(`invalid --owner ${quote(owner.length > 80 ? `${owner.slice(0, 80)}…` : owner)}: expected 1 to ${MAX_OWNER_LENGTH} characters`);
+  }
+  return owner;
 }
 
 /** The single operand of inspect, list and release. */

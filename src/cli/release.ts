@@ -48,8 +48,9 @@ export async function release(o: ReleaseOptions): Promise<number> {
       if (!holds) continue;
       const where = `${what} ${quote(o.key)} on ${outcome.node}`;
       if (holds.length > 0) {
-        const who = holds.map((h) => `${h.owner} (${plural(h.entries, "entry", "entries")}, fencing token ${h.fencingToken})`);
-        print(`released ${where}: it was held by ${who.join(", ")}; its waiters were woken`);
+        const who = holds.slice(0, 3).map((h) => `${h.owner} (${plural(h.entries, "entry", "entries")}, fencing token ${h.fencingToken})`);
+        const more = holds.length > 3 ? `, and by ${holds.length - 3} more` : "";
+        print(`released ${where}: it was held by ${who.join(", by ")}${more}; its waiters were woken`);
       } else {
         print(`${where} was not held: nothing released`);
         const d = reached.deployments.find((x) => x.address === o.addresses[i]);

@@ -10,7 +10,11 @@ const NOWHERE = ["--redis", "redis://127.0.0.1:1"];
 
 const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.ProcessEnv?])[] = [
   ["a malformed --ttl", ["exec", ...NOWHERE, "--key", "k", "--ttl", "abc", "--", "true"], /invalid --ttl "abc": expected a duration/],
-  ["a --ttl below 10 ms", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5ms", "--", "true"], /invalid --ttl "5ms": expected at least 10 ms/],
+  ["a --ttl below 10 ms", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5ms", "--", "true"], /invalid --ttl "5ms": expected at least 10ms/],
+  ["a --ttl without a unit", ["exec", ...NOWHERE, "--key", "k", "--ttl", "5", "--", "true"], /invalid --ttl "5": a duration needs a unit \(ms, s, m or h\): did you mean 5s\?/],
+  ["a --timeout without a unit", ["exec", ...NOWHERE, "--key", "k", "--timeout", "10", "--", "true"], /invalid --timeout "10": a duration needs a unit \(ms, s, m or h\): did you mean 10s\?/],
+  ["an empty --owner", ["exec", ...NOWHERE, "--key", "k", "--owner=", "--", "true"], /invalid --owner "": expected 1 to 256 characters/],
+  ["--owner on another command", ["inspect", ...NOWHERE, "k", "--owner", "me"], /unknown option --owner; it belongs to surelock exec/],
   ["a fraction of a millisecond", ["exec", ...NOWHERE, "--key", "k", "--timeout", "1.5ms", "--", "true"], /invalid --timeout "1\.5ms"/],
   ["a negative --timeout", ["exec", ...NOWHERE, "--key", "k", "--timeout", "-1", "--", "true"], /missing value for --timeout \(got "-1"/],
   ["a malformed --kill-after", ["exec", ...NOWHERE, "--key", "k", "--kill-after", "soon", "--", "true"], /invalid --kill-after "soon"/],
@@ -68,6 +72,8 @@ void describe("help and version", { concurrency: 2 }, () => {
     assert.equal(exec.code, 0);
     assert.match(exec.stdout, /^Usage: surelock exec --key K/);
     assert.match(exec.stdout, /--kill-after D/);
+    assert.match(exec.stdout, /--owner O/);
+    assert.match(exec.stdout, /Durations take a unit: 500ms, 30s, 2m, 1h/);
     const release = await cli(["release", "-h"]);
     assert.equal(release.code, 0);
     assert.match(release.stdout, /--force/);

@@ -81,6 +81,23 @@ void describe("surelock exec", () => {
     assert.deepEqual(await holder(server, "missing"), {});
   });
 
+  void it("--owner shares the lock with its holder of the same owner: same token, and the holder keeps it", async () => {
+    const lease = await side.locks(server).mutex("shared-owner").acquire({ owner: "job-17" });
+    const r = await cli(["exec", ...redis, "--key", "shared-owner", "--owner", "job-17", "--timeout", "0", "--",
+      ...nodeCommand(`process.stdout.write(process.env.SURELOCK_FENCING_TOKEN)`)]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, String(lease.fencingToken), "the command ran at once, under the holder's token");
+    const after = await holder(server, "shared-owner");
+    assert.deepEqual([after.o, after.n], ["job-17", "1"], "exec gave back its own entry only");
+    assert.ok(await lease.isHeld());
+    await lease.release();
+
+    const other = await side.locks(server).mutex("shared-owner").acquire({ owner: "job-18" });
+    const refused = await cli(["exec", ...redis, "--key", "shared-owner", "--owner", "job-17", "--timeout", "0", "--", ...nodeCommand("")]);
+    assert.equal(refused.code, 75, "another owner's lock is not shared");
+    await other.release();
+  });
+
   void it("two commands on one key never overlap", async () => {
     const log = scratch.path("overlap.log");
     const script = `
@@ -124,7 +141,7 @@ void describe("surelock exec", () => {
       process.on("SIGTERM", () => { fs.appendFileSync(file, "SIGTERM\\n"); process.exit(0); });
       fs.appendFileSync(file, "started\\n");
       setInterval(() => {}, 1000);`;
-    const run = new Cli(["exec", ...redis, "--key", "lost", "--ttl", "1s", "--", ...nodeCommand(script, scratch.path(file))]);
+    const run = new Cli(["exec", ...redis, "--key", "lost", "--ttl", "1s", "--verbose", "--", ...nodeCommand(script, scratch.path(file))]);
     await scratch.waitFor(file, "started");
     // Another client force-releases the lock and takes it.
     const released = await cli(["release", ...redis, "lost", "--force"]);
@@ -134,6 +151,7 @@ void describe("surelock exec", () => {
     const r = await run.result();
     assert.equal(r.code, 76, r.stderr);
     assert.match(r.stderr, /lock "lost" was lost \((taken|expired)\): stopping the command with SIGTERM/);
+    assert.equal(r.stderr.match(/\((taken|expired)\)/g)?.length, 1, `--verbose reports the loss once: ${r.stderr}`);
     assert.equal(scratch.read(file), "started\nSIGTERM\n");
     assert.equal((await holder(server, "lost")).o, thief.owner, "the new holder's lock is untouched");
     await thief.release();

@@ -8,21 +8,39 @@ import { parseName } from "../../src/cli/list.js";
 import { KeySpace } from "../../src/keys.js";
 
 void describe("parseDuration", () => {
-  void it("reads ms, s, m, h and bare numbers of ms", () => {
-    assert.equal(parseDuration("500ms"), 500);
-    assert.equal(parseDuration("30s"), 30_000);
-    assert.equal(parseDuration("2m"), 120_000);
-    assert.equal(parseDuration("1h"), 3_600_000);
-    assert.equal(parseDuration("250"), 250);
-    assert.equal(parseDuration("0"), 0);
-    assert.equal(parseDuration("1.5s"), 1_500);
-    assert.equal(parseDuration("1.1s"), 1_100, "no floating-point residue");
+  const ms = (text: string): number | undefined => {
+    const parsed = parseDuration(text);
+    return "ms" in parsed ? parsed.ms : undefined;
+  };
+  const error = (text: string): string => {
+    const parsed = parseDuration(text);
+    return "error" in parsed ? parsed.error : `parsed as ${parsed.ms} ms`;
+  };
+
+  void it("reads ms, s, m and h, and a bare 0", () => {
+    assert.equal(ms("500ms"), 500);
+    assert.equal(ms("30s"), 30_000);
+    assert.equal(ms("2m"), 120_000);
+    assert.equal(ms("1h"), 3_600_000);
+    assert.equal(ms("0"), 0);
+    assert.equal(ms("0s"), 0);
+    assert.equal(ms("1.5s"), 1_500);
+    assert.equal(ms("1.1s"), 1_100, "no floating-point residue");
+  });
+
+  void it("refuses a number without a unit, and suggests the likely one", () => {
+    assert.match(error("10"), /needs a unit \(ms, s, m or h\): did you mean 10s\?/);
+    assert.match(error("5"), /did you mean 5s\?/);
+    assert.match(error("2.5"), /did you mean 2\.5s\?/);
+    assert.match(error("30000"), /did you mean 30000ms\?/);
   });
 
   void it("rejects anything else instead of guessing", () => {
-    for (const text of ["", "s", "abc", "-1", "1.5ms", "10 s", "10S", "1e3", "1d", " 5", "3000000000"]) {
-      assert.equal(parseDuration(text), undefined, text);
+    for (const text of ["", "s", "abc", "-1", "1.5ms", "10 s", "10S", "1e3", "1d", " 5", "3000000000ms", "600h"]) {
+      assert.equal(ms(text), undefined, text);
     }
+    assert.match(error("1.5ms"), /whole number of milliseconds/);
+    assert.match(error("600h"), /at most 596 h 31 min/);
   });
 
   void it("formatDuration reads like a person would say it", () => {

@@ -76,11 +76,20 @@ void describe("surelock release", () => {
     const next = side.locks(server).semaphore("permits", { permits: 2 }).acquire({ timeout: 10_000 });
     const r = await cli(["release", ...redis, "permits", "--force", "--kind", "semaphore"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /released semaphore "permits" on .*: it was 2 holders; waiters were woken/);
+    assert.match(r.stdout, /released semaphore "permits" on .*: it was held by 2 permit holders; waiters were woken/);
     const lease = await next;
     assert.equal(Number(await server.command("ZCOUNT", keys.shared("permits", "sem").holders, "(0", "+inf")), 1, "only the new permit is left");
     await lease.release();
     for (const h of held) await h.release().catch(() => {});
+  });
+
+  void it("--kind rw frees the readers of a read-write lock", async () => {
+    const rw = side.locks(server).readWriteLock("report");
+    const readers = [await rw.read().acquire(), await rw.read().acquire()];
+    const r = await cli(["release", ...redis, "report", "--force", "--kind", "rw"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /released read-write lock "report" on .*: it was held by 2 readers; waiters were woken/);
+    for (const reader of readers) await reader.release().catch(() => {});
   });
 
   void it("--kind rw frees the writer of a read-write lock", async () => {

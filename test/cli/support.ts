@@ -14,8 +14,9 @@ import { KeySpace } from "../../src/keys.js";
 import type { ClusterSet, RedisServer } from "../helpers/redis-topology.js";
 import { within as withinDeadline } from "../helpers/fixtures.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const MAIN = join(ROOT, "src", "cli", "main.ts");
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** The CLI entry point, run through tsx (no build needed). */
+export const MAIN = join(ROOT, "src", "cli", "main.ts");
 
 export interface CliResult {
   readonly code: number | null;
