@@ -4,8 +4,10 @@
  */
 import type { Redis } from "ioredis";
 import {
-  type AcquireOptions, type Lease, LockLostError, type LockLostReason, Mutex, Semaphore, Surelock, SurelockError,
+  type AcquireOptions, FencingGuard, Lease, LockLostError, type LockLostReason, type Lockable, Mutex, ReadWriteLock, ReadWriteSide,
+  Semaphore, Surelock, SurelockError,
 } from "../src/index.js";
+import * as published from "surelock";
 
 declare const redis: Redis;
 const locks = new Surelock({ redis, ttl: 1_000, prefix: "app" });
@@ -30,4 +32,34 @@ export async function shapes(): Promise<void> {
   // @ts-expect-error: permits are required for a semaphore
   locks.semaphore("s", {});
   void [wrong, bad];
+}
+
+/** What the code forbids, the types forbid too: in the sources, and in the published declarations. */
+export function forbidden(): void {
+  // @ts-expect-error: a primitive is made by a Surelock, never with `new`
+  new Mutex();
+  // @ts-expect-error: a lease is made by acquire(), tryAcquire() or withLock()
+  new Lease();
+  // @ts-expect-error: a guard is made by Surelock.guard()
+  new FencingGuard();
+  // @ts-expect-error: made by Surelock.semaphore()
+  new Semaphore();
+  // @ts-expect-error: made by Surelock.readWriteLock()
+  new ReadWriteLock();
+  // @ts-expect-error: made by ReadWriteLock.read() / write()
+  new ReadWriteSide();
+  // @ts-expect-error: not a Redis client, nor a RedisAdapter
+  new Surelock({ redis: { hello: 1 } });
+  // @ts-expect-error: published: no constructors either
+  new published.Mutex();
+  // @ts-expect-error: published
+  new published.Lease();
+  // @ts-expect-error: published
+  new published.Surelock({ redis: { hello: 1 } });
+  // @ts-expect-error: published: a primitive cannot be subclassed
+  class MyMutex extends published.Mutex {}
+  void MyMutex;
+  const lockable: Lockable = mutex;
+  const publishedLockable: published.Lockable = new published.Surelock({ redis }).mutex("k");
+  void [lockable, publishedLockable];
 }

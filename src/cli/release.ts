@@ -28,6 +28,8 @@ interface Ended {
   readonly owner: string;
   readonly fencingToken: string;
   readonly entries: number;
+  /** Shared locks: "r" reader, "w" writer, "s" permit holder. */
+  readonly mode?: string;
 }
 
 export async function release(o: ReleaseOptions): Promise<number> {
@@ -48,9 +50,16 @@ export async function release(o: ReleaseOptions): Promise<number> {
       if (!holds) continue;
       const where = `${what} ${quote(o.key)} on ${outcome.node}`;
       if (holds.length > 0) {
-        const who = holds.slice(0, 3).map((h) => `${h.owner} (${plural(h.entries, "entry", "entries")}, fencing token ${h.fencingToken})`);
-        const more = holds.length > 3 ? `, and by ${holds.length - 3} more` : "";
-        print(`released ${where}: it was held by ${who.join(", by ")}${more}; its waiters were woken`);
+        // "held by X (1 entry), fencing token T" / "held by 2 readers" / "held by 3 permit holders"
+        const readers = holds.filter((h) => h.mode === "r").length;
+        const permits = holds.filter((h) => h.mode === "s").length;
+        const parts = [
+          ...holds.filter((h) => h.mode === undefined || h.mode === "w")
+            .map((h) => `${h.owner} (${plural(h.entries, "entry", "entries")}), fencing token ${h.fencingToken}`),
+          ...(readers > 0 ? [plural(readers, "reader")] : []),
+          ...(permits > 0 ? [plural(permits, "permit holder")] : []),
+        ];
+        print(`released ${where}: it was held by ${parts.join(", and by ")}; waiters were woken`);
       } else {
         print(`${where} was not held: nothing released`);
         const d = reached.deployments.find((x) => x.address === o.addresses[i]);

@@ -80,7 +80,7 @@ void describe("surelock inspect and list", () => {
     assert.deepEqual(first(doc).rw?.holders.filter((h) => h.mode === "r").map((h) => h.owner).sort(), ["reader-1", "reader-2"]);
     assert.equal(first(doc).rw?.holders.find((h) => h.mode === "w"), undefined);
     const text = (await cli(["inspect", ...redis, "pdf"])).stdout;
-    assert.match(text, /semaphore: 2 permits taken/);
+    assert.match(text, /semaphore: 2 of 3 permits taken/);
     assert.match(text, /pdf-a, fencing token \d+, expires in/);
   });
 
@@ -100,10 +100,13 @@ void describe("surelock inspect and list", () => {
     assert.equal(first(report).mutex?.holder?.owner, held.owner);
     assert.deepEqual(first(report).mutex?.queue.map((w) => w.ticket), tickets);
     const text = (await cli(["inspect", ...redis, "fair"])).stdout;
-    assert.match(text, /queue: 2 tickets, served head first/);
+    assert.match(text, /queue: 2 waiters, served head first/);
+    assert.match(text, new RegExp(`1\\. .* \\(ticket ${tickets[0]};`));
 
     stop.abort();
     await Promise.all(waiters);
+    // An aborted acquire rejects at once; its ticket leaves the line right after.
+    await eventually("the aborted waiters to leave the line", async () => Number(await server.command("LLEN", queue)) === 0);
     await held.release();
   });
 

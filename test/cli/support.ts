@@ -161,11 +161,14 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** The holder hash of a mutex, as HGETALL gives it ({} when free). */
+/** The hold fields of a mutex's lock hash ({} when free: a free lock keeps only its counter, c and b). */
 export async function holder(server: RedisServer, key: string, prefix = "surelock"): Promise<Record<string, string>> {
   const flat = (await server.command("HGETALL", new KeySpace(prefix).exclusive(key).lock)) as string[];
   const out: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i] as string] = flat[i + 1] as string;
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const field = flat[i] as string;
+    if (field !== "c" && field !== "b") out[field] = flat[i + 1] as string;
+  }
   return out;
 }
 

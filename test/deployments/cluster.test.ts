@@ -362,7 +362,7 @@ void describe("Cluster (3 primaries, 1 replica each)", () => {
       const asksBefore = (await redirects(set)).ASK ?? 0;
       const m = await beginMigration(set, lockSlot(a));
       await moveKeys(set, m);
-      assert.ok(m.moved >= 2, "a's lock and fencing counter are on the importing node");
+      assert.ok(m.moved >= 1, "a's lock hash (with its fencing counter) is on the importing node");
 
       // a's renewal: the source answers ASK, the pair goes to the importing node with ASKING.
       await nextEvent<ExtendMessage>("surelock:extend", (e) => e.key === a && e.automatic, 5_000);
