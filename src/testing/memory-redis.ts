@@ -142,6 +142,13 @@ export class MemoryRedisServer {
     return this.#scriptNow ?? Math.floor(this.timeUs() / 1000);
   }
 
+  /** Runs `fn` after `ms` on the server's clock: its own timers when it has them (a VirtualClock), else Node's. */
+  setTimer(fn: () => void, ms: number): void {
+    const clock = this.#clock as Partial<{ setTimeout(fn: () => void, ms: number): unknown }>;
+    if (typeof clock.setTimeout === "function") clock.setTimeout(fn, ms);
+    else setTimeout(fn, ms);
+  }
+
   /** A new client connection. */
   connect(): ServerConnection {
     return new ServerConnection(this.#nextClientId++);
