@@ -18,9 +18,9 @@ export interface MemoryRedisOptions extends MemoryRedisServerOptions {
 }
 
 // Byte strings inside, UTF-8 outside (what a socket would carry).
-const ASCII = /^[\x00-\x7f]*$/;
-const toBytes = (s: string): string => (ASCII.test(s) ? s : Buffer.from(s, "utf8").toString("latin1"));
-const fromBytes = (s: string): string => (ASCII.test(s) ? s : Buffer.from(s, "latin1").toString("utf8"));
+const NON_ASCII = /[^\u0000-\u007f]/u;
+const toBytes = (s: string): string => (NON_ASCII.test(s) ? Buffer.from(s, "utf8").toString("latin1") : s);
+const fromBytes = (s: string): string => (NON_ASCII.test(s) ? Buffer.from(s, "latin1").toString("utf8") : s);
 
 /** A reply as ioredis hands it over: strings, numbers, null, arrays, and Error objects inside arrays. */
 function toJs(reply: Reply): unknown {

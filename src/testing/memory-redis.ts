@@ -98,7 +98,7 @@ export class MemoryRedisServer {
   readonly #startedUs: number;
   readonly #runId = randomBytes(20).toString("hex");
   #nextClientId = 1;
-  /** The instant a running script started (it sees no time pass for expiry). */
+  /** The instant a running script started (no key expires for it after that). */
   #scriptNow: number | undefined;
   #commandsProcessed = 0;
 
@@ -109,7 +109,7 @@ export class MemoryRedisServer {
     const [major = 0, minor = 0] = this.version.split(".").map(Number);
     const shortestDoubles = major > 7 || (major === 7 && minor >= 2);
     this.#config = new Map(Object.entries({ ...DEFAULT_CONFIG, ...options.config }));
-    this.#keyspace = new Keyspace(() => this.nowMs());
+    this.#keyspace = new Keyspace(() => this.#expiryNow());
     this.#scripts = new ScriptEngine({
       version: this.version,
       shortestDoubles,
@@ -137,9 +137,14 @@ export class MemoryRedisServer {
     return Math.round((this.#epochMs + this.#clock.now()) * 1000);
   }
 
-  /** Whole ms since the epoch, as expiry sees it (frozen while a script runs). */
+  /** Whole ms since the epoch: what TTLs count from and new expiries are set from. */
   nowMs(): number {
-    return this.#scriptNow ?? Math.floor(this.timeUs() / 1000);
+    return Math.floor(this.timeUs() / 1000);
+  }
+
+  /** The instant keys expire against: as Redis 7 does, a running script sees none expire after it started. */
+  #expiryNow(): number {
+    return this.#scriptNow ?? this.nowMs();
   }
 
   /** Runs `fn` after `ms` on the server's clock: its own timers when it has them (a VirtualClock), else Node's. */

@@ -102,9 +102,12 @@ export function format(a: Args): string {
     };
     arg++;
     switch (spec.conversion) {
-      case "c":
-        out += pad(spec, "", "", String.fromCharCode(Number(BigInt.asUintN(8, toLong(a.number(arg))))), false);
+      case "c": {
+        // Lua copies sprintf's buffer up to its first NUL, so %c of 0 adds only the padding before it.
+        const text = pad(spec, "", "", String.fromCharCode(Number(BigInt.asUintN(8, toLong(a.number(arg))))), false);
+        out += text.split("\0")[0];
         break;
+      }
       case "d": case "i": case "o": case "u": case "x": case "X":
         out += integer(spec, a.number(arg));
         break;

@@ -1,7 +1,7 @@
 /** Lua 5.1's table library. */
 import { library } from "./args.js";
 import { number2string } from "./number.js";
-import type { LuaValue } from "./values.js";
+import { typeOf, type LuaValue } from "./values.js";
 
 export function tableLibrary() {
   return library({
@@ -39,7 +39,7 @@ export function tableLibrary() {
         const v = t.get(i);
         if (typeof v === "string") parts.push(v);
         else if (typeof v === "number") parts.push(number2string(v));
-        else throw a.error(`invalid value (at index ${i}) in table for 'concat'`);
+        else throw a.error(`invalid value (${typeOf(v)}) at index ${i} in table for 'concat'`);
       }
       return [parts.join(sep)];
     },

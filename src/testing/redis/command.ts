@@ -30,7 +30,7 @@ export interface CommandContext {
   readonly ks: Keyspace;
   readonly server: ServerView;
   readonly conn: ConnectionView;
-  /** Server ms as expiry sees it (a script sees the instant it started). */
+  /** Server ms, read live: what TTLs count from and expiries are set from. */
   now(): number;
   /** True while a script runs the command. */
   readonly inScript: boolean;

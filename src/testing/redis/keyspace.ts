@@ -160,9 +160,7 @@ export class Keyspace {
   }
 
   get size(): number {
-    let n = 0;
-    for (const _ of this.live()) n++;
-    return n;
+    return [...this.live()].length;
   }
 
   clear(): void {

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import {
-  cjsonLibrary, createInterpreter, library, LuaError, LuaFunction, LuaTable, READONLY, ScriptKilledError, tostring,
+  cjsonLibrary, createInterpreter, library, LuaError, native, LuaFunction, LuaTable, READONLY, ScriptKilledError, tostring,
   type Interpreter, type LuaValue,
 } from "../lua/index.js";
 import type { CommandContext } from "./command.js";
@@ -97,6 +97,18 @@ export class ScriptEngine {
     this.#lua = lua;
     const g = lua.globals;
     g.set("cjson", cjsonLibrary());
+    // Redis 7's pcall hands over an error table that has an `err` string as that string.
+    g.set("pcall", native("pcall", (a, rt) => {
+      a.any(0);
+      try {
+        return [true, ...rt.call(a.values[0], a.values.slice(1))];
+      } catch (error) {
+        if (error instanceof ScriptKilledError || !(error instanceof LuaError)) throw error;
+        const v = error.value;
+        const err = v instanceof LuaTable ? v.get("err") : undefined;
+        return [false, typeof err === "string" ? err : v];
+      }
+    }));
     g.set("redis", this.#redisLibrary(options.version));
     for (const name of ["string", "table", "math", "cjson", "redis"]) READONLY.add(g.get(name) as LuaTable);
     // Redis 7: globals are read-only, and reading an undefined one is an error, not nil.

@@ -60,7 +60,7 @@ function expireTime(ctx: CommandContext, key: string, ms: boolean): Reply {
   const entry = ctx.ks.entry(key);
   if (!entry) return -2;
   if (entry.expiresAt === undefined) return -1;
-  return ms ? entry.expiresAt : Math.floor(entry.expiresAt / 1000);
+  return ms ? entry.expiresAt : Math.floor((entry.expiresAt + 500) / 1000);
 }
 
 /** SCAN's cursor is the creation number of the last key returned, so deletions never make it skip a key. */

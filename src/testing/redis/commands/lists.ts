@@ -88,9 +88,9 @@ export const listCommands: CommandSpec[] = [
   command("rpop", -2, pop(false), ["write"]),
   command("llen", 2, (ctx, [, key]) => list(ctx, key as string)?.length ?? 0),
   command("lindex", 3, (ctx, [, key, index]) => {
-    const i = parseInteger(index as string);
     const l = list(ctx, key as string);
     if (!l) return null;
+    const i = parseInteger(index as string);
     return l[position(i, l.length)] ?? null;
   }),
   command("lrange", 4, (ctx, [, key, startText, stopText]) => {

@@ -2,7 +2,7 @@
 import { command, type CommandContext, type CommandSpec } from "../command.js";
 import { globMatch } from "../glob.js";
 import { parseInteger } from "../parse.js";
-import { ERR, fail, OK, StatusReply, type Reply } from "../reply.js";
+import { fail, OK, StatusReply, type Reply } from "../reply.js";
 
 function evalCommand(bySha: boolean) {
   return (ctx: CommandContext, argv: readonly string[]): Reply => {

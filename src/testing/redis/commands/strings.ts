@@ -20,7 +20,8 @@ function set(ctx: CommandContext, argv: readonly string[]): Reply {
     else if (opt === "XX" && !nx) xx = true;
     else if (opt === "GET") withGet = true;
     else if (opt === "KEEPTTL" && !unit) keepTtl = true;
-    else if ((opt === "EX" || opt === "PX" || opt === "EXAT" || opt === "PXAT") && !keepTtl && !unit && hasNext) {
+    // The same unit twice is allowed (the last one counts), two different ones are not.
+    else if ((opt === "EX" || opt === "PX" || opt === "EXAT" || opt === "PXAT") && !keepTtl && (!unit || unit === opt) && hasNext) {
       unit = opt;
       expireText = argv[++i];
     } else fail(ERR.syntax);

@@ -104,9 +104,9 @@ function zrange(byScoreCommand: boolean) {
         limit = parseInteger(argv[j + 2] as string);
         hasLimit = true;
         j += 2;
-      } else if (!byScoreCommand && opt === "REV") reverse = true;
-      else if (!byScoreCommand && opt === "BYLEX") kind = "lex";
-      else if (!byScoreCommand && opt === "BYSCORE") kind = "score";
+      } else if (!byScoreCommand && !reverse && opt === "REV") reverse = true;
+      else if (!byScoreCommand && kind === "rank" && opt === "BYLEX") kind = "lex";
+      else if (!byScoreCommand && kind === "rank" && opt === "BYSCORE") kind = "score";
       else fail(ERR.syntax);
     }
     if (hasLimit && kind === "rank") fail("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
@@ -128,22 +128,30 @@ function zrange(byScoreCommand: boolean) {
       const ordered = reverse ? z.order.slice().reverse() : z.order;
       picked = ordered.slice(start, stop + 1);
     } else {
-      const inRange = kind === "score"
-        ? (() => {
-          const min = parseBound(minText);
-          const max = parseBound(maxText);
-          return (e: { member: string; score: number }) => aboveMin(e.score, min) && belowMax(e.score, max);
-        })()
-        : (() => {
-          const min = parseLex(minText);
-          const max = parseLex(maxText);
-          return (e: { member: string }) => lexAbove(e.member, min) && lexBelow(e.member, max);
-        })();
+      type Item = { member: string; score: number };
+      let atLeastMin: (e: Item) => boolean;
+      let atMostMax: (e: Item) => boolean;
+      if (kind === "score") {
+        const min = parseBound(minText);
+        const max = parseBound(maxText);
+        atLeastMin = (e) => aboveMin(e.score, min);
+        atMostMax = (e) => belowMax(e.score, max);
+      } else {
+        const min = parseLex(minText);
+        const max = parseLex(maxText);
+        atLeastMin = (e) => lexAbove(e.member, min);
+        atMostMax = (e) => lexBelow(e.member, max);
+      }
       const z = zset(ctx, key);
       if (!z) return [];
       if (offset > 0 && offset >= z.size) return [];
+      // Redis walks from the first element past the near end of the range and stops at the first
+      // one beyond the far end (for a lex range over unequal scores, that is all it promises).
+      const [enter, stay] = reverse ? [atMostMax, atLeastMin] : [atLeastMin, atMostMax];
       const ordered = reverse ? z.order.slice().reverse() : z.order;
-      const matching = ordered.filter(inRange);
+      const start = ordered.findIndex(enter);
+      const matching: Item[] = [];
+      for (let i = start; start >= 0 && i < ordered.length && stay(ordered[i] as Item); i++) matching.push(ordered[i] as Item);
       // A negative offset skips everything (Redis counts it down past zero).
       picked = offset < 0 ? [] : matching.slice(offset, limit < 0 ? undefined : offset + limit);
     }
