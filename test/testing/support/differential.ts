@@ -11,7 +11,7 @@
  * differences never pile up.
  */
 import assert from "node:assert/strict";
-import { MemoryRedisServer, type ServerConnection } from "../../../src/testing/memory-redis.js";
+import { MemoryRedisServer, type MessageSink, type ServerConnection } from "../../../src/testing/memory-redis.js";
 import { redisVersion, startStandalone, type RedisServer } from "../../helpers/redis-topology.js";
 import { RespClient, wireOf, type Wire } from "./resp-client.js";
 
@@ -132,6 +132,7 @@ export class Differential {
   readonly #memory: { server: MemoryRedisServer; clock: ManualClock; conn: ServerConnection; control: ServerConnection }[];
   readonly #epochMs: number;
   readonly #listeners: RespClient[] = [];
+  readonly #sinks = new Map<string, MessageSink[]>();
   /** Names of the commands queued since MULTI, to put EXEC's replies in a fixed order. */
   #queued: string[] | undefined;
   steps = 0;
@@ -298,6 +299,20 @@ export class Differential {
         }
         if (expireAt !== -1) run("PEXPIREAT", k, String(expireAt));
       }
+    }
+  }
+
+  /** Adds (or removes) an in-memory receiver of `channel`, mirroring a subscription made on the real server. */
+  listenInMemory(channel: string, on: boolean): void {
+    let sinks = this.#sinks.get(channel);
+    if (!sinks) this.#sinks.set(channel, (sinks = []));
+    if (on) {
+      const sink = { deliver: () => {} };
+      sinks.push(sink);
+      for (const m of this.#memory) m.server.subscribe(sink, channel, false);
+    } else {
+      const sink = sinks.pop();
+      if (sink) for (const m of this.#memory) m.server.unsubscribe(sink, channel, false);
     }
   }
 
