@@ -1,5 +1,6 @@
-// Builds the package: an ESM and a CommonJS bundle of src/index.ts, the CLI, and type
-// declarations for both (the CJS ones under dist/cjs, whose package.json says "commonjs").
+// Builds the package: an ESM and a CommonJS bundle of src/index.ts and of src/testing/index.ts
+// (surelock/testing), the CLI, and type declarations for both (the CJS ones under dist/cjs,
+// whose package.json says "commonjs").
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
@@ -9,6 +10,8 @@ const common = { bundle: true, platform: "node", target: "node20", sourcemap: tr
 await Promise.all([
   build({ ...common, entryPoints: ["src/index.ts"], format: "esm", outfile: "dist/index.js" }),
   build({ ...common, entryPoints: ["src/index.ts"], format: "cjs", outfile: "dist/cjs/index.cjs" }),
+  build({ ...common, entryPoints: ["src/testing/index.ts"], format: "esm", outfile: "dist/testing.js" }),
+  build({ ...common, entryPoints: ["src/testing/index.ts"], format: "cjs", outfile: "dist/cjs/testing.cjs" }),
   build({ ...common, entryPoints: ["src/cli/main.ts"], format: "esm", outfile: "dist/cli/main.js", banner: { js: "#!/usr/bin/env node" } }),
 ]);
 execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
