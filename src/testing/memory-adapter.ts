@@ -18,7 +18,7 @@ export interface MemoryRedisOptions extends MemoryRedisServerOptions {
 }
 
 // Byte strings inside, UTF-8 outside (what a socket would carry).
-const NON_ASCII = /[^\u0000-\u007f]/u;
+const NON_ASCII = /[\u0080-\uffff]/;
 const toBytes = (s: string): string => (NON_ASCII.test(s) ? Buffer.from(s, "utf8").toString("latin1") : s);
 const fromBytes = (s: string): string => (NON_ASCII.test(s) ? Buffer.from(s, "latin1").toString("utf8") : s);
 
