@@ -77,5 +77,6 @@ describe("surelock over redis-server and MemoryRedis side by side", () => {
     await Promise.all(instances.map((s) => s.close()));
     assert.deepEqual(tee.disagreements.map(String), []);
     assert.ok(d.steps > 50, `only ${d.steps} calls were compared`);
+    console.log(`# surelock through the tee adapter: ${d.steps} calls compared`);
   });
 });

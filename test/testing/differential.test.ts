@@ -26,6 +26,9 @@ describe("MemoryRedis agrees with redis-server", () => {
   after(async () => {
     await d.stop();
   });
+  after(() => {
+    console.log(`# differential: ${d.steps} steps compared; widest t0..t1 window ${(d.widestStepUs / 1000).toFixed(2)} ms`);
+  });
 
   it("on the Lua snippet corpus (and the corpus's expected replies are the real ones)", async () => {
     for (const [source, expected] of LUA_CORPUS) {

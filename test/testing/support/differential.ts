@@ -135,6 +135,7 @@ export class Differential {
   readonly #sinks = new Map<string, MessageSink[]>();
   /** Names of the commands queued since MULTI, to put EXEC's replies in a fixed order. */
   #queued: string[] | undefined;
+  #window: [number, number] = [0, 0];
   steps = 0;
   /** Longest t1 - t0 seen, in µs (how far apart the two in-memory runs were). */
   widestStepUs = 0;
@@ -189,6 +190,7 @@ export class Differential {
     const rawReal = await this.#real.send(argv);
     const t1 = await this.#timeUs();
     this.widestStepUs = Math.max(this.widestStepUs, t1 - t0);
+    this.#window = [t0, t1];
     const rawMemory = this.#memory.map((m, i) => {
       this.#setClock(i, i === 0 ? t0 : t1);
       return wireOf(m.server.execute(m.conn, argv));
@@ -257,12 +259,13 @@ export class Differential {
       const ma = a.get(key);
       const mb = b.get(key);
       if (!r) {
-        // Gone on the real server: fine if one in-memory run has no such key either, or if it
-        // expired by the time the state was read (the real expiry lies between the two
-        // in-memory ones, so the earlier one, at t0, must have passed).
-        if (!ma || !mb) continue;
-        if (ma.expireAt !== -1 && ma.expireAt <= atMs && mb.expireAt !== -1) continue;
-        return `after ${what}\n  key ${JSON.stringify(key)} exists in MemoryRedis (${JSON.stringify(ma ?? mb)}) but not in redis-server`;
+        // Gone on the real server: fine if one in-memory run has no such key either, or has one
+        // that expired by the time the real state was read (the real run may have seen the key
+        // as the run at t0 did, and then it expired; or as the run at t1 did).
+        const goneBy = (m: KeyDump | undefined): boolean => !m || (m.expireAt !== -1 && m.expireAt <= atMs);
+        if (goneBy(ma) || goneBy(mb)) continue;
+        return `after ${what}\n  key ${JSON.stringify(key)} exists in MemoryRedis (${JSON.stringify(ma ?? mb)}) but not in redis-server` +
+          ` (its state read at ${atUs} µs; step from ${this.#window.join(" to ")} µs)`;
       }
       const wire = (d: KeyDump | undefined): Wire => (d ? [d.type, d.value, d.expireAt] : null);
       if (!between(wire(r), wire(ma), wire(mb))) {
