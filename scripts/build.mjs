@@ -1,5 +1,6 @@
-// Builds the package: an ESM and a CommonJS bundle of src/index.ts, the CLI, and type
-// declarations for both (the CJS ones under dist/cjs, whose package.json says "commonjs").
+// Builds the package: an ESM and a CommonJS bundle of src/index.ts and of src/testing/index.ts
+// (surelock/testing), the CLI, and type declarations for both (the CJS ones under dist/cjs,
+// whose package.json says "commonjs").
 //
 // The library bundles keep every package external: the library imports no Redis client, it
 // uses the one it is given. The CLI is the one place that needs a client of its own, so its
@@ -22,9 +23,11 @@ const cliBanner = [
   "const require = __surelockCreateRequire(import.meta.url);",
 ].join("\n");
 
-const [, , cli] = await Promise.all([
+const [, , , , cli] = await Promise.all([
   build({ ...library, entryPoints: ["src/index.ts"], format: "esm", outfile: "dist/index.js" }),
   build({ ...library, entryPoints: ["src/index.ts"], format: "cjs", outfile: "dist/cjs/index.cjs" }),
+  build({ ...library, entryPoints: ["src/testing/index.ts"], format: "esm", outfile: "dist/testing.js" }),
+  build({ ...library, entryPoints: ["src/testing/index.ts"], format: "cjs", outfile: "dist/cjs/testing.cjs" }),
   build({
     ...common,
     entryPoints: ["src/cli/main.ts"],

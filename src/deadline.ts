@@ -125,6 +125,7 @@ export class DeadlineQueue {
   readonly #queue: Pending[] = [];
   #head = 0;
   #armedAt = Infinity;
+  #timer: unknown;
 
   constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
@@ -147,7 +148,8 @@ export class DeadlineQueue {
 
   #arm(at: number): void {
     this.#armedAt = at;
-    this.#clock.setTimeout(() => this.#fire(), Math.ceil(at - this.#clock.now()));
+    // A pending call's deadline keeps the process alive: its promise settles, whatever else happens.
+    this.#timer = this.#clock.setTimeout(() => this.#fire(), Math.ceil(at - this.#clock.now()), true);
   }
 
   #fire(): void {
@@ -172,6 +174,9 @@ export class DeadlineQueue {
     if (this.#head === this.#queue.length) {
       this.#queue.length = 0;
       this.#head = 0;
+      // Nothing pending: nothing to keep the process alive for.
+      this.#clock.clearTimeout(this.#timer);
+      this.#armedAt = Infinity;
     } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
       this.#queue.splice(0, this.#head);
       this.#head = 0;

@@ -30,6 +30,22 @@ describe("the built package", () => {
     }
   });
 
+  it("surelock/testing resolves for import and require alike, with types, and runs the library on MemoryRedis", () => {
+    const names = "Object.keys(m).sort().join(',')";
+    const esm = run(`const m = await import('surelock/testing'); console.log(${names})`, "module");
+    assert.equal(esm, run(`const m = require('surelock/testing'); console.log(${names})`, "commonjs"));
+    for (const name of ["MemoryRedis", "VirtualClock", "Gate"]) assert.ok(esm.trim().split(",").includes(name), `${name} is exported`);
+    const testing = pkg.exports["./testing"] as { import: { types: string }; require: { types: string } };
+    for (const file of [testing.import.types, testing.require.types]) assert.match(readFileSync(file, "utf8"), /MemoryRedis/);
+    const token = run(
+      "const { Surelock } = require('surelock'); const { MemoryRedis } = require('surelock/testing');" +
+        "const locks = new Surelock({ redis: new MemoryRedis() });" +
+        "locks.mutex('k').acquire().then(async (l) => { console.log(l.fencingToken > 0n); await locks.close(); });",
+      "commonjs",
+    );
+    assert.equal(token.trim(), "true");
+  });
+
   it("ships type declarations for both entry points", () => {
     const root = pkg.exports["."] as { import: { types: string }; require: { types: string } };
     for (const file of [root.import.types, root.require.types]) {

@@ -31,6 +31,7 @@ export class Keepalive {
   readonly #tickets = new Set<TicketKeeper>();
   #tickTimer: unknown;
   #tickAt = Infinity;
+  #tickKeepsAlive = false;
   #expiryTimer: unknown;
   #expiryAt = Infinity;
   #ticking = false;
@@ -71,6 +72,8 @@ export class Keepalive {
   addTicket(ticket: TicketKeeper): void {
     if (this.#closed) return;
     this.#tickets.add(ticket);
+    // A waiter's promise depends on the tick: the timer must keep the process alive now.
+    if (!this.#tickKeepsAlive && this.#tickAt < Infinity && !this.#ticking) this.#arm(this.#tickAt);
     this.#wake(ticket.dueAt);
   }
 
@@ -97,9 +100,16 @@ export class Keepalive {
 
   #wake(at: number): void {
     if (this.#ticking || at >= this.#tickAt) return;
+    this.#arm(at);
+  }
+
+  #arm(at: number): void {
     this.#clock.clearTimeout(this.#tickTimer);
     this.#tickAt = at;
-    this.#tickTimer = this.#clock.setTimeout(() => void this.#tick(), at - this.#clock.now());
+    // Renewals alone never keep a process alive (a lease nobody releases is not a reason to stay);
+    // a waiting acquire does.
+    this.#tickKeepsAlive = this.#tickets.size > 0;
+    this.#tickTimer = this.#clock.setTimeout(() => void this.#tick(), at - this.#clock.now(), this.#tickKeepsAlive);
   }
 
   #watchExpiry(at: number): void {

@@ -26,16 +26,16 @@ export interface LeaseRuntime {
 
 const INTERNAL = Symbol("surelock.lease");
 
-export class Lease implements AsyncDisposable, HoldWatcher {
+export class Lease implements AsyncDisposable {
   /** The user's key, as given. */
   readonly key: string;
   /** Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries. */
   readonly fencingToken: bigint;
   /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
   readonly owner: string;
-  /** @internal The entry this lease is, in its hold. */
-  readonly entry: string;
   readonly #hold: Hold;
+  /** How the hold sees this lease: its entry, and the signal to abort when the hold is lost. */
+  readonly #watcher: HoldWatcher;
   readonly #rt: LeaseRuntime;
   readonly #controller = new AbortController();
   readonly #acquiredAt: number;
@@ -48,10 +48,10 @@ export class Lease implements AsyncDisposable, HoldWatcher {
     this.fencingToken = hold.token;
     this.owner = hold.owner;
     this.#hold = hold;
-    this.entry = entry;
     this.#rt = rt;
     this.#acquiredAt = rt.clock.now();
-    hold.leases.add(this);
+    this.#watcher = { entry, lost: (error) => { if (!this.#released) this.#controller.abort(error); } };
+    hold.leases.add(this.#watcher);
     if (hold.lost) this.#controller.abort(hold.lost);
   }
 
@@ -76,11 +76,6 @@ export class Lease implements AsyncDisposable, HoldWatcher {
   /** @internal The hold this lease stands on. */
   get _hold(): Hold {
     return this.#hold;
-  }
-
-  /** @internal */
-  lost(error: LockLostError): void {
-    if (!this.#released) this.#controller.abort(error);
   }
 
   /**
@@ -146,7 +141,7 @@ export class Lease implements AsyncDisposable, HoldWatcher {
     const rt = this.#rt;
     // Stop renewing before the network call: a release must never race a renewal of itself. The
     // validity stays watched: it bounds this call, and the signal still aborts when it runs out.
-    hold.leases.delete(this);
+    hold.leases.delete(this.#watcher);
     const last = hold.leases.size === 0;
     if (last) rt.keepalive.stopRenewing(hold);
     hold.checkValidity();
@@ -154,12 +149,12 @@ export class Lease implements AsyncDisposable, HoldWatcher {
     if (lostBefore) {
       this.#finish(last);
       // Redis may still have it (this process was paused, say): give it back, so it blocks nobody.
-      rt.store.release(hold.ref, this.entry).catch(() => {});
+      rt.store.release(hold.ref, this.#watcher.entry).catch(() => {});
       throw lostBefore;
     }
     let result: ReleaseResult;
     try {
-      result = await race(rt.store.release(hold.ref, this.entry), hold.lostSignal);
+      result = await race(rt.store.release(hold.ref, this.#watcher.entry), hold.lostSignal);
     } catch (error) {
       this.#finish(last);
       if (error === hold.lost) {

@@ -101,7 +101,7 @@ export class QuorumStore implements Store {
       }
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up.
       await new Promise<void>((resolve) => {
-        const timer = this.#clock.setTimeout(resolve, pauseMs);
+        const timer = this.#clock.setTimeout(resolve, pauseMs, true);
         stop?.addEventListener("abort", () => { this.#clock.clearTimeout(timer); resolve(); }, { once: true });
       });
     }
@@ -196,7 +196,7 @@ export class QuorumStore implements Store {
   async #ask<T, D>(op: (node: number) => Promise<T>, decide: (votes: readonly Vote<T>[]) => D | undefined): Promise<Vote<T>[]> {
     let { votes } = await fanOut(this.#nodes.length, op, () => undefined);
     for (let round = 0; round < RETRIES && decide(votes) === undefined; round++) {
-      await new Promise((resolve) => this.#clock.setTimeout(() => resolve(undefined), splitPauseMs(0)));
+      await new Promise((resolve) => this.#clock.setTimeout(() => resolve(undefined), splitPauseMs(0), true));
       const missing = votes.filter((v) => !v.ok).map((v) => v.node);
       const again = await Promise.all(missing.map((node) => op(node).then(
         (value): Vote<T> => ({ node, ok: true, value }),

@@ -80,7 +80,7 @@ export class Wakeups {
     this.#clock.clearTimeout(this.#idleTimer);
     this.#channels.clear();
     let timer: unknown;
-    const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, this.#closeMs); });
+    const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, this.#closeMs, true); });
     await Promise.race([this.#disconnect(), bound]);
     this.#clock.clearTimeout(timer);
   }

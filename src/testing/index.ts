@@ -1,0 +1,12 @@
+/**
+ * surelock/testing: an in-memory Redis that runs surelock's own Lua scripts, for fast and
+ * deterministic tests of code that takes locks. Not imported by the library itself.
+ */
+export { MemoryRedis } from "./memory-adapter.js";
+export type { MemoryRedisOptions } from "./memory-adapter.js";
+export { MemoryRedisServer } from "./memory-redis.js";
+export type { MemoryRedisServerOptions, Clock } from "./memory-redis.js";
+export { VirtualClock, VirtualTimer } from "./virtual-clock.js";
+export type { TimerSource } from "./virtual-clock.js";
+export { Gate, MemoryConnectionError, MemoryReplyError } from "./faults.js";
+export type { Fault, Interceptor, CommandCall } from "./faults.js";
