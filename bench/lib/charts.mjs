@@ -49,7 +49,7 @@ export function charts(results) {
       title: "W1: uncontended acquire + release per second (more is better)",
       subtitle: machineLine(results),
       panels: [panel("c1", "1 loop"), panel("c50", "50 concurrent loops, each on its own key")],
-      footnote: "floor = bare SET NX PX + DEL on the same ioredis client (not a safe lock). npm run bench",
+      footnote: "floor = bare SET NX PX + compare-and-delete on the same ioredis client (no renewal, no queue). npm run bench",
     });
   }
   const latencyPanels = [];
