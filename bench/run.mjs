@@ -5,6 +5,7 @@
 //   npm run bench -- --quick      shorter windows (~1 minute); writes bench/results/quick.*
 //   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
 //   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
+//   npm run bench -- --profile W1 where a W1 cycle's client CPU goes (profile.mjs; no results file)
 //
 // It starts its own redis-server processes on free loopback ports and stops them at the end.
 // It reports; it never fails (exit 0), but a lost update in W3 is printed loudly.
@@ -31,6 +32,11 @@ import { RETRY_DELAY_MS as FLOOR_RETRY_MS } from "./libs/floor.mjs";
 const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 const argv = process.argv.slice(2);
+if (argv.includes("--profile")) {
+  // A different job: W1 under the CPU profiler, see profile.mjs.
+  const { main: profile } = await import("./profile.mjs");
+  process.exit(await profile(argv));
+}
 const quick = argv.includes("--quick");
 const onlyAt = argv.indexOf("--only");
 const only = onlyAt === -1 ? undefined : new Set((argv[onlyAt + 1] ?? "").toUpperCase().split(",").filter(Boolean));
