@@ -46,7 +46,7 @@ if (only && [...only].some((w) => !ALL.includes(w))) {
   process.exit(2);
 }
 const selected = ALL.filter((w) => !only || only.has(w));
-const full = !quick && !only;
+const full = !quick && !only && !argv.includes("--leases");
 const outName = full ? "latest" : "quick";
 const drawCharts = full || argv.includes("--charts");
 
@@ -61,6 +61,17 @@ const TIMING = quick
     W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 },
     W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 2, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
   };
+
+// --leases 100000 (or 10000,100000): W5's lease counts instead of the default ones.
+const leasesAt = argv.indexOf("--leases");
+if (leasesAt !== -1) {
+  const sizes = (argv[leasesAt + 1] ?? "").split(",").map(Number);
+  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+    console.error("--leases takes one or more lease counts (comma-separated), e.g. --leases 10000,100000");
+    process.exit(2);
+  }
+  TIMING.W5.sizes = sizes;
+}
 
 if (!existsSync(root("dist/index.js"))) {
   console.error("dist/ is missing: run `npm run build` first (`npm run bench` does it for you).");
@@ -139,7 +150,7 @@ const NOTES = {
   W2: "The critical section reads a counter (GET) and writes it back plus one (SET), on a connection of its own. holder change = a critical section by a different worker than the previous one; handoff = from the holder calling release to the next worker (a different one) holding the lock; longest wait = longest time a worker wanted the lock without holding it (a wait still running at the end counts up to there); Jain's index over the 10 workers' section counts (1 = perfectly even). acquire errors = calls that gave up (redlock: 10 retries by default); the worker asks again and its wait goes on. lost updates = sections completed − final counter (0 for a correct lock). \"surelock/this\" > 1 for changes/s, < 1 for handoff: surelock better. \"this/floor changes/s\": the row's holder changes/s over the floor's.",
   W3: "as W2 across 4 processes.",
   W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library; surelock and the floor also on one of the nodes). loopback: the 5 redis-servers, the client and everything else share 2 cores, so a quorum pays in CPU what a network would make it pay in waiting. +N ms each way: every connection goes through a proxy (a process of its own) that holds each byte back N ms in each direction, as a network between hosts would. \"surelock quorum/this p50\" compares acquire+release p50 with surelock's quorum row on the same network (< 1: surelock faster); \"this/floor p50\" compares it with the floor on the same network and the same number of nodes (1 = as fast as the floor).",
-  W5: "Leases with ttl 3 s, taken in chunks of 1,000 by a separate process, then held for two windows of the same length while the library renews them by itself. First window, nobody else talks to the server; counted by it: script calls (EVALSHA + EVAL), all commands (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time, µs per script call = commandstats usec / calls. Second window: longest script call = the longest EVALSHA/EVAL in SLOWLOG (threshold 0.5 ms; \"< 0.5\": none that long); renewal bursts from INFO commandstats read every 10 ms (so a burst spans at least 10 ms); script calls with less than 150 ms of quiet between them form one burst (a tick of surelock's watchdog; libraries that renew each lease on its own timer show few, long bursts). bystander = another connection sending PING after PING, from the bench process (on 2 cores it competes for CPU with the holder and the server, so its max includes some scheduling noise); \"during bursts\" = PINGs that were waiting at some moment of a burst. Client RSS / heap per lease = the holding process after − before taking the leases (both after a full GC, --expose-gc), divided by the leases held. lost = leases the library reported lost by the end of the second window. \"surelock/this\" < 1: surelock costs less.",
+  W5: "Leases with ttl 3 s, taken in chunks of 1,000 by a separate process, then held for two windows of the same length while the library renews them by itself. First window, nobody else talks to the server; counted by it: script calls (EVALSHA, EVAL, FCALL), all commands (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time, µs per script call = commandstats usec / calls. Second window: longest script call = the longest script call in SLOWLOG (threshold 0.5 ms; \"< 0.5\": none that long); renewal bursts from INFO commandstats read every 10 ms (so a burst spans at least 10 ms); script calls with less than 150 ms of quiet between them form one burst (a tick of surelock's watchdog; libraries that renew each lease on its own timer show few, long bursts). bystander = another connection sending PING after PING, from the bench process (on 2 cores it competes for CPU with the holder and the server, so its max includes some scheduling noise); \"during bursts\" = PINGs that were waiting at some moment of a burst. Client RSS / heap per lease = the holding process after − before taking the leases (both after a full GC, --expose-gc), divided by the leases held. lost = leases the library reported lost by the end of the second window. \"surelock/this\" < 1: surelock costs less.",
   W6: "Each library acquires and releases every key once (50 loops in parallel, no contention), after one warm-up cycle on another key. used_memory Δ = INFO memory after − before, over the keys released (right after the last release); MEMORY USAGE = what the keys still there weigh (SCAN, then PTTL and MEMORY USAGE of each key). Averaged over a day = used_memory Δ per key × the share of a day the surveyed bytes will still live (Σ bytes × min(PTTL, 1 day) / (Σ bytes × 1 day); a key without a TTL counts the whole day). The floor deletes its key: it shows what \"nothing left\" reads as (used_memory moves by a few bytes per key either way).",
 };
 
@@ -168,7 +179,7 @@ async function main() {
         ["redlock", "redlock5", "@sesamecare-oss/redlock", "redis-semaphore", "ioredis"].map((n) => [n, versionOf(n)]),
       ),
     },
-    options: { quick, only: only ? [...only] : null, timing: TIMING, command: `npm run bench${quick ? " -- --quick" : ""}${only ? ` -- --only ${[...only].join(",")}` : ""}` },
+    options: { quick, only: only ? [...only] : null, timing: TIMING, command: `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}` },
     notImported: [],
     workloads: {},
     loud: loudLines,

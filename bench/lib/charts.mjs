@@ -26,13 +26,13 @@ function contended(results, name, title) {
       { title: "Holder changes per second: sections by a different worker than the last (more is better)", bars: bars("holderChangesPerSec", "/s") },
       { title: "Critical sections per second (a releaser that re-takes its own lock inflates this one)", bars: bars("sectionsPerSec", "/s") },
     ],
-    footnote: "Same workload, same redis-server, one run; \"fast\" = the library's retry delay set to 1-2 ms. npm run bench",
+    footnote: "Same workload, same redis-server, one run; \"fast\" = the library's retry delay set to 1-2 ms; floor = SET NX PX retried every 1 ms. npm run bench",
   });
 }
 
 export function charts(results) {
   const out = {};
-  if (results.workloads.W2) out["w2-holder-changes.svg"] = contended(results, "W2", "W2: 10 workers on one key in one process, empty critical section");
+  if (results.workloads.W2) out["w2-holder-changes.svg"] = contended(results, "W2", "W2: 10 workers on one key in one process, read-modify-write counter");
   if (results.workloads.W3) out["w3-holder-changes.svg"] = contended(results, "W3", "W3: 4 processes x 5 workers on one key, read-modify-write counter");
   if (results.workloads.W1) {
     const rows = results.workloads.W1.rows;

@@ -3,7 +3,8 @@
 //   records when each was sent and how long it took: a script that keeps the server busy shows
 //   up as a PING that waited for it;
 // - a sampler that reads INFO commandstats every SAMPLE_MS and records the number of script
-//   calls (EVALSHA + EVAL) so far: the renewal bursts (ticks) are where that number moves.
+//   calls (EVALSHA, EVAL, their _RO forms, FCALL) so far: the renewal bursts (ticks) are where
+//   that number moves.
 import { Redis } from "ioredis";
 import { now, sleep } from "./clock.mjs";
 import { percentiles } from "./stats.mjs";
@@ -42,7 +43,7 @@ async function sampler(port, untilAt) {
     while (now() < untilAt) {
       const info = await c.info("commandstats");
       let scripts = 0;
-      for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) scripts += Number(m[2]);
+      for (const m of info.matchAll(/^cmdstat_(evalsha|eval|evalsha_ro|eval_ro|fcall|fcall_ro):calls=(\d+)/gm)) scripts += Number(m[2]);
       samples.push({ t: now(), scripts });
       await sleep(SAMPLE_MS);
     }

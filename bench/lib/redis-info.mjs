@@ -50,7 +50,7 @@ export async function recordSlowScripts(client, thresholdUs) {
     await client.slowlog("RESET");
     // An entry: [id, unix time, duration µs, [command, args...], ...].
     const durationsUs = entries
-      .filter((e) => /^eval(sha)?$/i.test(String(e[3]?.[0] ?? "")))
+      .filter((e) => /^(eval(sha)?(_ro)?|fcall(_ro)?)$/i.test(String(e[3]?.[0] ?? "")))
       .map((e) => Number(e[2]));
     return { count: durationsUs.length, maxUs: durationsUs.reduce((a, b) => Math.max(a, b), 0), totalUs: durationsUs.reduce((a, b) => a + b, 0) };
   };
