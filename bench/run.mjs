@@ -19,7 +19,7 @@ import { charts } from "./lib/charts.mjs";
 import { redisVersion } from "./lib/redis-info.mjs";
 import { contendedTable, w1Table, w4Table, w5Table, w6Table } from "./lib/report.mjs";
 import { scorecard } from "./lib/scorecard.mjs";
-import { startRedis, stopAll } from "./lib/servers.mjs";
+import { startRedis, stopAll, watchServer } from "./lib/servers.mjs";
 import { lineUp } from "./libs/index.mjs";
 import * as W1 from "./workloads/w1.mjs";
 import * as W2 from "./workloads/w2.mjs";
@@ -159,6 +159,13 @@ async function main() {
   console.log(`surelock bench${quick ? " --quick" : ""}${only ? ` --only ${[...only].join(",")}` : ""}: starting redis-server processes on loopback...`);
   const main = await startRedis();
   const quorum = selected.includes("W4") ? await Promise.all(Array.from({ length: 5 }, () => startRedis())) : [];
+  for (const server of [main, ...quorum]) {
+    watchServer(server, (message) => {
+      console.error(`\n${message}\nStopping: the figures of this run would be meaningless (nothing written).`);
+      stopAll();
+      process.exit(1);
+    });
+  }
   const control = new Redis({ port: main.port, host: "127.0.0.1" });
   const quorumControls = quorum.map((s) => new Redis({ port: s.port, host: "127.0.0.1" }));
   const ports = { main: main.port, quorum: quorum.map((s) => s.port) };
