@@ -249,7 +249,7 @@ async function main() {
       "",
       card,
       "",
-      "Longest waits in parentheses. Best peer: the peer row with the best figure (any retry setting). \"met\" compares surelock's figure with the goal; the tables below have every figure.",
+      "W2, W3: longest wait in parentheses. W5: the PINGs' max outside the bursts is what the machine's own noise looks like (a max during bursts near it says little); the longest script call is the server's own measure (SLOWLOG). Best peer: the peer row with the best figure (any retry setting; in W5 only peers that lost no lease). \"met\" compares surelock's figure with the goal; the tables below have every figure.",
       "",
     ]
     : [];

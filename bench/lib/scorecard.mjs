@@ -76,20 +76,24 @@ function w5Lines(w) {
   for (const leases of w.sizes ?? []) {
     const rows = w.rows.filter((r) => r.leases === leases);
     const me = rows.find((r) => r.id === "surelock:default" && !r.error);
-    const blocked = (r) => `${ms(r.pingDuringBurstsMaxMs)} ms (p99 ${ms(r.pingDuringBurstsP99Ms)})`;
+    // A peer that lost its leases stopped renewing them: it is no example to beat.
+    const kept = rows.filter((r) => r.lost === 0);
+    const lost = (r) => (r.lost > 0 ? `; **lost ${int(r.lost)} of ${int(r.held)}**` : "");
+    const blocked = (r) => `${ms(r.pingDuringBurstsMaxMs)} ms (p99 ${ms(r.pingDuringBurstsP99Ms)}; outside bursts max ${ms(r.pingOutsideBurstsMaxMs)})`;
+    const longest = (r) => (r.slowScriptCalls ? `${ms(r.longestScriptCallMs)} ms` : `< ${w.slowUs / 1000} ms`);
     lines.push([
       `W5 ${int(leases)} held leases: bystander PING max during renewal bursts`,
-      me ? `${blocked(me)}; ${fixed(me.scriptCallsPerBurst, 1)} script calls per burst, longest ${me.slowScriptCalls ? `${ms(me.longestScriptCallMs)} ms` : `< ${w.slowUs / 1000} ms`}` : "–",
+      me ? `${blocked(me)}; longest script call ${longest(me)}; ${fixed(me.scriptCallsPerBurst, 1)} script calls per burst${lost(me)}` : "–",
       "—",
-      bestPeer(rows, (x) => x.pingDuringBurstsMaxMs, blocked, true),
-      "≤ 2 ms, one round trip per node per tick",
-      verdict(me ? me.pingDuringBurstsMaxMs <= 2 : undefined),
+      bestPeer(kept, (x) => x.pingDuringBurstsMaxMs, (x) => `${blocked(x)}; longest script call ${longest(x)}`, true),
+      "≤ 2 ms, one round trip per node per tick, no lease lost",
+      verdict(me ? me.pingDuringBurstsMaxMs <= 2 && me.lost === 0 : undefined),
     ]);
     lines.push([
       `W5 ${int(leases)} held leases: client RSS per lease`,
-      me ? `${int(me.rssPerLeaseBytes)} B` : "–",
+      me ? `${int(me.rssPerLeaseBytes)} B (heap ${int(me.heapPerLeaseBytes)} B)` : "–",
       "—",
-      bestPeer(rows, (x) => x.rssPerLeaseBytes, (x) => `${int(x.rssPerLeaseBytes)} B`, true),
+      bestPeer(kept, (x) => x.rssPerLeaseBytes, (x) => `${int(x.rssPerLeaseBytes)} B`, true),
       "< 1 KB",
       verdict(me ? me.rssPerLeaseBytes < 1024 : undefined),
     ]);

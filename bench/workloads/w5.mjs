@@ -60,6 +60,7 @@ async function holdAndWatch(entry, leases, holdMs, { ports, control }) {
       pingDuringBurstsP99Ms: seen.during.p99,
       pingDuringBurstsMaxMs: seen.during.max,
       pingOutsideBurstsP99Ms: seen.outside.p99,
+      pingOutsideBurstsMaxMs: seen.outside.max,
       pingMaxMs: seen.all.max,
       bursts: seen.bursts,
       burstsPerSec: seen.burstsPerSec,
