@@ -121,10 +121,9 @@ export function w5Table(result) {
   return parts.join("\n\n");
 }
 
-/** Seconds as "300 s", "2.0 h", "24.0 h"; "no TTL" for a key that never expires. */
+/** Seconds as "300 s", "2.0 h", "24.0 h". */
 function lifetime(s) {
-  if (s === null || s === undefined) return "–";
-  if (!Number.isFinite(s)) return "no TTL";
+  if (!n(s)) return "–";
   return s < 3600 ? `${Math.round(s)} s` : `${(s / 3600).toFixed(1)} h`;
 }
 
