@@ -5,6 +5,7 @@
 //   npm run bench -- --quick      shorter windows (~1 minute); writes bench/results/quick.*
 //   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
 //   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
+//   npm run bench -- --profile W1 where a W1 cycle's client CPU goes (profile.mjs; no results file)
 //
 // It starts its own redis-server processes on free loopback ports and stops them at the end.
 // It reports; it never fails (exit 0), but a lost update in W3 is printed loudly.
@@ -16,35 +17,61 @@ import { Redis } from "ioredis";
 import { now, within } from "./lib/clock.mjs";
 import { charts } from "./lib/charts.mjs";
 import { redisVersion } from "./lib/redis-info.mjs";
-import { contendedTable, w1Table, w4Table, w5Table } from "./lib/report.mjs";
-import { startRedis, stopAll } from "./lib/servers.mjs";
+import { contendedTable, w1Table, w4Table, w5Table, w6Table } from "./lib/report.mjs";
+import { scorecard } from "./lib/scorecard.mjs";
+import { startRedis, stopAll, watchServer } from "./lib/servers.mjs";
 import { lineUp } from "./libs/index.mjs";
 import * as W1 from "./workloads/w1.mjs";
 import * as W2 from "./workloads/w2.mjs";
 import * as W3 from "./workloads/w3.mjs";
 import * as W4 from "./workloads/w4.mjs";
 import * as W5 from "./workloads/w5.mjs";
+import * as W6 from "./workloads/w6.mjs";
+import { RETRY_DELAY_MS as FLOOR_RETRY_MS } from "./libs/floor.mjs";
 
 const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 const argv = process.argv.slice(2);
+if (argv.includes("--profile")) {
+  // A different job: W1 under the CPU profiler, see profile.mjs.
+  const { main: profile } = await import("./profile.mjs");
+  process.exit(await profile(argv));
+}
 const quick = argv.includes("--quick");
 const onlyAt = argv.indexOf("--only");
 const only = onlyAt === -1 ? undefined : new Set((argv[onlyAt + 1] ?? "").toUpperCase().split(",").filter(Boolean));
-const ALL = ["W1", "W2", "W3", "W4", "W5"];
+const ALL = ["W1", "W2", "W3", "W4", "W5", "W6"];
 if (only && [...only].some((w) => !ALL.includes(w))) {
   console.error(`--only takes one or more of ${ALL.join(", ")} (comma-separated)`);
   process.exit(2);
 }
 const selected = ALL.filter((w) => !only || only.has(w));
-const full = !quick && !only;
+const full = !quick && !only && !argv.includes("--leases");
 const outName = full ? "latest" : "quick";
 const drawCharts = full || argv.includes("--charts");
 
-// Window lengths: a warm-up, then the measured window. W5 holds its leases for 3 ttl (1 with --quick).
+// Window lengths: a warm-up, then the measured window. W5 holds its leases for two windows of
+// 2 ttl each (1 with --quick) once they are all taken; W6 cycles through that many distinct keys.
 const TIMING = quick
-  ? { W1: { warmupMs: 200, durationMs: 700 }, W2: { warmupMs: 300, durationMs: 800 }, W3: { warmupMs: 300, durationMs: 800 }, W4: { warmupMs: 200, durationMs: 700 }, W5: { holdTtls: 1 } }
-  : { W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 }, W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 3 } };
+  ? {
+    W1: { warmupMs: 200, durationMs: 700 }, W2: { warmupMs: 300, durationMs: 800 }, W3: { warmupMs: 300, durationMs: 800 },
+    W4: { warmupMs: 200, durationMs: 700 }, W5: { holdTtls: 1, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
+  }
+  : {
+    W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 },
+    W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 2, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
+  };
+
+// --leases 100000 (or 10000,100000): W5's lease counts instead of the default ones.
+const leasesAt = argv.indexOf("--leases");
+if (leasesAt !== -1) {
+  const sizes = (argv[leasesAt + 1] ?? "").split(",").map(Number);
+  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+    console.error("--leases takes one or more lease counts (comma-separated), e.g. --leases 10000,100000");
+    process.exit(2);
+  }
+  TIMING.W5.sizes = sizes;
+}
 
 if (!existsSync(root("dist/index.js"))) {
   console.error("dist/ is missing: run `npm run build` first (`npm run bench` does it for you).");
@@ -111,18 +138,20 @@ async function warmUp(port, ms) {
 
 const WORKLOADS = {
   W1: { module: W1, floor: true, table: (r) => w1Table(r) },
-  W2: { module: W2, table: (r) => contendedTable(r) },
-  W3: { module: W3, table: (r) => contendedTable(r, { counter: true }) },
-  W4: { module: W4, table: (r) => w4Table(r) },
+  W2: { module: W2, floor: true, table: (r) => contendedTable(r) },
+  W3: { module: W3, floor: true, table: (r) => contendedTable(r) },
+  W4: { module: W4, floor: true, table: (r) => w4Table(r) },
   W5: { module: W5, table: (r) => w5Table(r) },
+  W6: { module: W6, floor: true, table: (r) => w6Table(r) },
 };
 
 const NOTES = {
-  W1: "ops = acquire + release cycles per second; latency = acquire, lock() until held; client CPU = this process's CPU time per cycle (the machine has 2 cores shared with redis-server); Redis CPU and commands per cycle from the server's INFO (commands run inside scripts included). Each loop has its own key, so nothing waits. Full runs: two rounds in opposite orders, each library's better round shown (both in the JSON). \"surelock/this ops\" > 1: surelock does more cycles per second.",
-  W2: "holder change = a critical section by a different worker than the previous one; handoff = from the holder calling release to the next worker (a different one) holding the lock; longest wait = longest time a worker wanted the lock without holding it (a wait still running at the end counts up to there); Jain's index over the 10 workers' section counts (1 = perfectly even). acquire errors = calls that gave up (redlock: 10 retries by default); the worker asks again and its wait goes on. \"surelock/this\" > 1 for changes/s and sections/s, < 1 for handoff: surelock better.",
-  W3: "as W2 across 4 processes; lost updates = sections completed − final counter (0 for a correct lock).",
-  W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library). loopback: the 5 redis-servers, the client and everything else share 2 cores, so a quorum pays in CPU what a network would make it pay in waiting. +N ms each way: every connection goes through a proxy (a process of its own) that holds each byte back N ms in each direction, as a network between hosts would. \"surelock quorum/this\" compares with surelock's quorum row on the same network; < 1: surelock's quorum acquire is faster; in the single-node row it is quorum mode's cost over single mode.",
-  W5: "10,000 leases, ttl 3 s, taken in chunks of 1,000 by a separate process and held while the library renews them by itself; commands counted by the server (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time; heap/RSS Δ = the holding process after − before taking the leases (after a GC). \"surelock/this\" < 1: surelock costs less.",
+  W1: "ops = acquire + release cycles per second; latency = acquire, lock() until held; acquire+release = lock() until release() resolved; client CPU = this process's CPU time per cycle (the machine has 2 cores shared with redis-server); Redis CPU and commands per cycle from the server's INFO (commands run inside scripts included). Each loop has its own key, so nothing waits. Full runs: two rounds in opposite orders, each library's better round shown (both in the JSON). \"surelock/this ops\" > 1: surelock does more cycles per second; \"this/floor\" is the row's ops/s over the floor's (1 = as fast as a bare SET NX PX + compare-and-delete).",
+  W2: "The critical section reads a counter (GET) and writes it back plus one (SET), on a connection of its own. holder change = a critical section by a different worker than the previous one; handoff = from the holder calling release to the next worker (a different one) holding the lock; longest wait = longest time a worker wanted the lock without holding it (a wait still running at the end counts up to there); Jain's index over the 10 workers' section counts (1 = perfectly even). acquire errors = calls that gave up (redlock: 10 retries by default); the worker asks again and its wait goes on. lost updates = sections completed − final counter (0 for a correct lock). \"surelock/this\" > 1 for changes/s, < 1 for handoff: surelock better. \"this/floor changes/s\": the row's holder changes/s over the floor's.",
+  W3: "as W2 across 4 processes.",
+  W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library; surelock and the floor also on one of the nodes). loopback: the 5 redis-servers, the client and everything else share 2 cores, so a quorum pays in CPU what a network would make it pay in waiting. +N ms each way: every connection goes through a proxy (a process of its own) that holds each byte back N ms in each direction, as a network between hosts would. \"surelock quorum/this p50\" compares acquire+release p50 with surelock's quorum row on the same network (< 1: surelock faster); \"this/floor p50\" compares it with the floor on the same network and the same number of nodes (1 = as fast as the floor).",
+  W5: "Leases with ttl 3 s, taken in chunks of 1,000 by a separate process, then held for two windows of the same length while the library renews them by itself. First window, nobody else talks to the server; counted by it: script calls (EVALSHA, EVAL, FCALL), all commands (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time, µs per script call = commandstats usec / calls. Second window: longest script call = the longest script call in SLOWLOG (threshold 0.5 ms; \"< 0.5\": none that long); renewal bursts from INFO commandstats read every 10 ms (so a burst spans at least 10 ms); script calls with less than 150 ms of quiet between them form one burst (a tick of surelock's watchdog; libraries that renew each lease on its own timer show few, long bursts). bystander = another connection sending PING after PING, from the bench process (on 2 cores it competes for CPU with the holder and the server, so its max includes some scheduling noise); \"during bursts\" = PINGs that were waiting at some moment of a burst. Client RSS / heap per lease = the holding process after − before taking the leases (both after a full GC, --expose-gc), divided by the leases held. lost = leases the library reported lost by the end of the second window. \"surelock/this\" < 1: surelock costs less.",
+  W6: "Each library acquires and releases every key once (50 loops in parallel, no contention), after one warm-up cycle on another key. used_memory Δ = INFO memory after − before, over the keys released (right after the last release); MEMORY USAGE = what the keys still there weigh (SCAN, then PTTL and MEMORY USAGE of each key). Averaged over a day = used_memory Δ per key × the share of a day the surveyed bytes will still live (Σ bytes × min(PTTL, 1 day) / (Σ bytes × 1 day); a key without a TTL counts the whole day). The floor deletes its key: it shows what \"nothing left\" reads as (used_memory moves by a few bytes per key either way).",
 };
 
 async function main() {
@@ -130,6 +159,13 @@ async function main() {
   console.log(`surelock bench${quick ? " --quick" : ""}${only ? ` --only ${[...only].join(",")}` : ""}: starting redis-server processes on loopback...`);
   const main = await startRedis();
   const quorum = selected.includes("W4") ? await Promise.all(Array.from({ length: 5 }, () => startRedis())) : [];
+  for (const server of [main, ...quorum]) {
+    watchServer(server, (message) => {
+      console.error(`\n${message}\nStopping: the figures of this run would be meaningless (nothing written).`);
+      stopAll();
+      process.exit(1);
+    });
+  }
   const control = new Redis({ port: main.port, host: "127.0.0.1" });
   const quorumControls = quorum.map((s) => new Redis({ port: s.port, host: "127.0.0.1" }));
   const ports = { main: main.port, quorum: quorum.map((s) => s.port) };
@@ -150,7 +186,7 @@ async function main() {
         ["redlock", "redlock5", "@sesamecare-oss/redlock", "redis-semaphore", "ioredis"].map((n) => [n, versionOf(n)]),
       ),
     },
-    options: { quick, only: only ? [...only] : null, timing: TIMING, command: `npm run bench${quick ? " -- --quick" : ""}${only ? ` -- --only ${[...only].join(",")}` : ""}` },
+    options: { quick, only: only ? [...only] : null, timing: TIMING, command: `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}` },
     notImported: [],
     workloads: {},
     loud: loudLines,
@@ -199,14 +235,26 @@ async function main() {
     "",
     `${m.date} · ${m.cores} cores, ${m.cpuModel} · ${m.memoryGB} GB · ${m.platform} · Node ${m.node} · Redis ${m.redis} (redis-servers started by the bench on loopback, no persistence) · load average at start ${m.loadAverageAtStart.join(" ")} · surelock ${m.surelockCommit}`,
     "",
-    `Peers: redlock ${m.versions.redlock}, redlock5 ${m.versions.redlock5}, @sesamecare-oss/redlock ${m.versions["@sesamecare-oss/redlock"]}, redis-semaphore ${m.versions["redis-semaphore"]}; all on ioredis ${m.versions.ioredis}, ttl 10 s everywhere (W5: 3 s). "(fast)" rows: redlock retryDelay 2 ms, retryJitter 1 ms, retryCount -1 (forever); redis-semaphore retryInterval 1 ms. Other rows: each library's defaults (redlock: 10 retries 200 ± 100 ms apart; redis-semaphore: polls every 10 ms, gives up after 10 s). surelock: defaults (woken by the release over pub/sub, safety poll 1 s). Auto-extension: surelock's watchdog renews every held lease (at ttl/3, one batched script call per tick); redlock 4 has none; redlock 5 and @sesamecare-oss/redlock extend only inside \`using()\`, off for plain \`acquire()\`; redis-semaphore refreshes each held lock on its own timer (every 0.8 × ttl).`,
+    `Peers: redlock ${m.versions.redlock}, redlock5 ${m.versions.redlock5}, @sesamecare-oss/redlock ${m.versions["@sesamecare-oss/redlock"]}, redis-semaphore ${m.versions["redis-semaphore"]}; all on ioredis ${m.versions.ioredis}, ttl 10 s everywhere (W5: 3 s). The floor: \`SET key token NX PX\` to acquire, an EVALSHA compare-and-delete (GET == token, then DEL) to release, a refused SET retried every ${FLOOR_RETRY_MS} ms (setTimeout, no jitter); over 5 nodes (W4) SET NX PX on all in parallel, held with a majority. "(fast)" rows: redlock retryDelay 2 ms, retryJitter 1 ms, retryCount -1 (forever); redis-semaphore retryInterval 1 ms. Other rows: each library's defaults (redlock: 10 retries 200 ± 100 ms apart; redis-semaphore: polls every 10 ms, gives up after 10 s). surelock: defaults (woken by the release over pub/sub, safety poll 1 s). Auto-extension: surelock's watchdog renews every held lease (at ttl/3, one batched script call per tick); redlock 4 has none; redlock 5 and @sesamecare-oss/redlock extend only inside \`using()\`, off for plain \`acquire()\`; redis-semaphore refreshes each held lock on its own timer (every 0.8 × ttl).`,
     "",
     `Reproduce: \`${results.options.command}\` (${results.totalSeconds} s for this run). Ratios are surelock's figure divided by the row's.`,
     "",
   ];
   if (failed.length) header.push(`Not imported (left out): ${failed.map((f) => `${f.module}: ${f.error}`).join("; ")}`, "");
   if (loudLines.length) header.push(...loudLines.map((l) => `**${l}**`), "");
-  const markdown = [...header, ...sections].join("\n");
+  const card = scorecard(results);
+  const goals = card
+    ? [
+      "## The goals of issue 16, judged by this run",
+      "",
+      card,
+      "",
+      "W2, W3: longest wait in parentheses. W5: the PINGs' max outside the bursts is what the machine's own noise looks like (a max during bursts near it says little); the longest script call is the server's own measure (SLOWLOG). Best peer: the peer row with the best figure (any retry setting; in W5 only peers that lost no lease). \"met\" compares surelock's figure with the goal; the tables below have every figure.",
+      "",
+    ]
+    : [];
+  if (card) console.log(`\n${goals.join("\n")}`);
+  const markdown = [...header, ...goals, ...sections].join("\n");
 
   const dir = root("bench/results");
   mkdirSync(dir, { recursive: true });
@@ -222,7 +270,7 @@ async function main() {
     }
     // The same tables with the charts, for the docs (the README links here).
     const images = Object.keys(drawn).sort().map((file) => `![${file.replace(".svg", "")}](${file})`);
-    writeFileSync(root("docs/bench/results.md"), [...header, ...images.flatMap((i) => [i, ""]), ...sections].join("\n"));
+    writeFileSync(root("docs/bench/results.md"), [...header, ...goals, ...images.flatMap((i) => [i, ""]), ...sections].join("\n"));
     console.log("wrote docs/bench/results.md");
   }
   if (loudLines.length) for (const l of loudLines) loud(l);

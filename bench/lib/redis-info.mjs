@@ -31,3 +31,33 @@ export function diff(before, after) {
   }
   return { calls, usec, cpuSeconds: after.cpuSeconds - before.cpuSeconds };
 }
+
+/**
+ * Starts recording every command that runs longer than `thresholdUs` (SLOWLOG, on the bench's own
+ * server); the returned function stops, restores the settings and resolves with the script calls
+ * recorded: { count, maxUs, totalUs }.
+ */
+export async function recordSlowScripts(client, thresholdUs) {
+  const setting = async (name) => (await client.config("GET", name))[1];
+  const saved = { threshold: await setting("slowlog-log-slower-than"), length: await setting("slowlog-max-len") };
+  await client.config("SET", "slowlog-log-slower-than", String(thresholdUs));
+  await client.config("SET", "slowlog-max-len", "100000");
+  await client.slowlog("RESET");
+  return async () => {
+    const entries = await client.slowlog("GET", "100000");
+    await client.config("SET", "slowlog-log-slower-than", saved.threshold);
+    await client.config("SET", "slowlog-max-len", saved.length);
+    await client.slowlog("RESET");
+    // An entry: [id, unix time, duration µs, [command, args...], ...].
+    const durationsUs = entries
+      .filter((e) => /^(eval(sha)?(_ro)?|fcall(_ro)?)$/i.test(String(e[3]?.[0] ?? "")))
+      .map((e) => Number(e[2]));
+    return { count: durationsUs.length, maxUs: durationsUs.reduce((a, b) => Math.max(a, b), 0), totalUs: durationsUs.reduce((a, b) => a + b, 0) };
+  };
+}
+
+/** used_memory from INFO memory, bytes. */
+export async function usedMemory(client) {
+  const info = await client.info("memory");
+  return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
+}

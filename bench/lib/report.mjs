@@ -34,30 +34,38 @@ function table(header, rows) {
 
 const failed = (row) => row?.error ?? row?.skipped;
 
+const isFloor = (row) => row.id.startsWith("floor:");
+
 export function w1Table(result) {
   const me = result.rows.find((r) => r.id === "surelock:default");
+  const floor = result.rows.find(isFloor);
   const part = (c, title) => {
     const rows = result.rows.map((r) => {
       const x = r[c];
-      if (failed(x)) return [r.label, `error: ${failed(x)}`, "", "", "", "", "", ""];
+      if (failed(x)) return [r.label, `error: ${failed(x)}`, "", "", "", "", "", "", "", ""];
       return [
-        r.label, int(x.opsPerSec), ms(x.acquireP50Ms), ms(x.acquireP99Ms), int(x.clientCpuUsPerCycle), int(x.redisCpuUsPerCycle),
-        fixed(x.redisCommandsPerCycle, 1), r === me ? "" : ratio(me?.[c]?.opsPerSec, x.opsPerSec),
+        r.label, int(x.opsPerSec), ms(x.acquireP50Ms), ms(x.acquireP99Ms), ms(x.cycleP50Ms), int(x.clientCpuUsPerCycle), int(x.redisCpuUsPerCycle),
+        fixed(x.redisCommandsPerCycle, 1), r === me ? "" : ratio(me?.[c]?.opsPerSec, x.opsPerSec), r === floor ? "" : ratio(x.opsPerSec, floor?.[c]?.opsPerSec),
       ];
     });
     return `${title}\n\n${table(
-      ["library", "ops/s", "acquire p50 ms", "acquire p99 ms", "client CPU µs/op", "Redis CPU µs/op", "Redis commands/op", "surelock/this ops/s"],
+      ["library", "ops/s", "acquire p50 ms", "acquire p99 ms", "acquire+release p50 ms", "client CPU µs/op", "Redis CPU µs/op", "Redis commands/op", "surelock/this ops/s", "this/floor ops/s"],
       rows,
     )}`;
   };
   return `${part("c1", "**1 loop**")}\n\n${part("c50", "**50 concurrent loops**")}`;
 }
 
-export function contendedTable(result, { counter = false } = {}) {
+export function contendedTable(result) {
   const me = result.rows.find((r) => r.id === "surelock:default");
+  const floor = result.rows.find(isFloor);
+  const header = [
+    "library", "sections/s", "holder changes/s", "handoff p50 ms", "handoff p99 ms", "longest wait ms", "Jain", "acquire errors", "lost updates",
+    "surelock/this changes/s", "surelock/this handoff p50", "this/floor changes/s",
+  ];
   const rows = result.rows.map((r) => {
-    if (failed(r)) return [r.label, `error: ${failed(r)}`, ...Array(counter ? 10 : 9).fill("")];
-    const cells = [
+    if (failed(r)) return [r.label, `error: ${failed(r)}`, ...Array(header.length - 2).fill("")];
+    return [
       r.label,
       int(r.sectionsPerSec),
       int(r.holderChangesPerSec),
@@ -66,48 +74,69 @@ export function contendedTable(result, { counter = false } = {}) {
       ms(r.longestWaitMs),
       fixed(r.jain, 3),
       int(r.acquireErrors),
-    ];
-    if (counter) cells.push(r.lostUpdates === 0 ? "0" : `**${r.lostUpdates} LOST**`);
-    cells.push(
+      r.lostUpdates === 0 ? "0" : `**${r.lostUpdates} LOST**`,
       r === me ? "" : ratio(me?.holderChangesPerSec, r.holderChangesPerSec),
-      r === me ? "" : ratio(me?.sectionsPerSec, r.sectionsPerSec),
       r === me ? "" : ratio(me?.handoffP50Ms, r.handoffP50Ms),
-    );
-    return cells;
+      r === floor ? "" : ratio(r.holderChangesPerSec, floor?.holderChangesPerSec),
+    ];
   });
-  const header = [
-    "library", "sections/s", "holder changes/s", "handoff p50 ms", "handoff p99 ms", "longest wait ms", "Jain", "acquire errors",
-  ];
-  if (counter) header.push("lost updates");
-  header.push("surelock/this changes/s", "surelock/this sections/s", "surelock/this handoff p50");
   return table(header, rows);
 }
 
 export function w4Table(result) {
-  const mine = (network) => result.rows.find((r) => r.id === "surelock:quorum" && r.network === network);
+  const find = (id, network) => result.rows.find((r) => r.id === id && r.network === network);
   return table(
-    ["library", "network", "nodes", "ops/s", "acquire p50 ms", "acquire p99 ms", "surelock quorum/this p50", "surelock quorum/this p99"],
+    ["library", "network", "nodes", "ops/s", "acquire p50 ms", "acquire p99 ms", "acquire+release p50 ms", "acquire+release p99 ms", "surelock quorum/this p50", "this/floor p50 (same nodes)"],
     result.rows.map((r) => {
-      const me = mine(r.network);
+      const me = find("surelock:quorum", r.network);
+      const floor = find(r.nodes === 1 ? "floor:single" : "floor:quorum", r.network);
       const network = r.network === "delayed" ? `+${result.linkDelayMs} ms each way` : "loopback";
       return failed(r)
-        ? [r.label, network, String(r.nodes), `error: ${failed(r)}`, "", "", "", ""]
-        : [r.label, network, String(r.nodes), int(r.opsPerSec), ms(r.acquireP50Ms), ms(r.acquireP99Ms),
-          r === me ? "" : ratio(me?.acquireP50Ms, r.acquireP50Ms), r === me ? "" : ratio(me?.acquireP99Ms, r.acquireP99Ms)];
+        ? [r.label, network, String(r.nodes), `error: ${failed(r)}`, "", "", "", "", "", ""]
+        : [r.label, network, String(r.nodes), int(r.opsPerSec), ms(r.acquireP50Ms), ms(r.acquireP99Ms), ms(r.cycleP50Ms), ms(r.cycleP99Ms),
+          r === me ? "" : ratio(me?.cycleP50Ms, r.cycleP50Ms), r === floor ? "" : ratio(r.cycleP50Ms, floor?.cycleP50Ms)];
     }),
   );
 }
 
 export function w5Table(result) {
+  const header = [
+    "library", "leases held", "script calls/s", "all commands/s", "Redis CPU %", "µs per script call", "longest script call ms",
+    "renewal bursts/s", "script calls per burst", "PING during bursts p99 / max ms", "PING outside bursts p99 / max ms", "client RSS per lease", "heap per lease", "lost",
+    "surelock/this Redis CPU",
+  ];
+  const bytes = (x) => (n(x) ? `${int(x)} B` : "–");
+  const parts = [];
+  for (const leases of result.sizes ?? [...new Set(result.rows.map((r) => r.leases))]) {
+    const rows = result.rows.filter((r) => r.leases === leases);
+    const me = rows.find((r) => r.id === "surelock:default");
+    parts.push(`**${int(leases)} leases**\n\n${table(header, rows.map((r) => failed(r)
+      ? [r.label, `n/a: ${failed(r)}`, ...Array(header.length - 2).fill("")]
+      : [r.label, int(r.held), r.scriptCallsPerSec >= 100 ? int(r.scriptCallsPerSec) : fixed(r.scriptCallsPerSec, 1), int(r.commandsPerSec),
+        fixed(r.redisCpuPct, 1), int(r.usecPerScriptCall), r.slowScriptCalls ? ms(r.longestScriptCallMs) : `< ${fixed(result.slowUs / 1000, 1)}`,
+        fixed(r.burstsPerSec, 2), fixed(r.scriptCallsPerBurst, 1), `${ms(r.pingDuringBurstsP99Ms)} / ${ms(r.pingDuringBurstsMaxMs)}`, `${ms(r.pingOutsideBurstsP99Ms)} / ${ms(r.pingOutsideBurstsMaxMs)}`,
+        bytes(r.rssPerLeaseBytes), bytes(r.heapPerLeaseBytes), int(r.lost),
+        r === me ? "" : ratio(me?.redisCpuPct, r.redisCpuPct)]))}`);
+  }
+  return parts.join("\n\n");
+}
+
+/** Seconds as "300 s", "2.0 h", "24.0 h". */
+function lifetime(s) {
+  if (!n(s)) return "–";
+  return s < 3600 ? `${Math.round(s)} s` : `${(s / 3600).toFixed(1)} h`;
+}
+
+export function w6Table(result) {
   const me = result.rows.find((r) => r.id === "surelock:default");
-  return table(
-    ["library", "leases held", "EVALSHA/s", "all commands/s", "Redis CPU %", "µs per script call", "bystander PING p99 / max ms", "heap Δ MB", "RSS Δ MB", "lost", "surelock/this EVALSHA/s", "surelock/this commands/s", "surelock/this Redis CPU"],
-    result.rows.map((r) => failed(r)
-      ? [r.label, `n/a: ${failed(r)}`, "", "", "", "", "", "", "", "", "", "", ""]
-      : [r.label, int(r.held), r.evalshaPerSec >= 100 ? int(r.evalshaPerSec) : fixed(r.evalshaPerSec, 1), int(r.commandsPerSec), fixed(r.redisCpuPct, 1), int(r.usecPerScriptCall),
-        `${ms(r.probeP99Ms)} / ${ms(r.probeMaxMs)}`,
-        fixed(r.heapDeltaMB, 1), fixed(r.rssDeltaMB, 1), int(r.lost),
-        r === me ? "" : ratio(me?.evalshaPerSec, r.evalshaPerSec), r === me ? "" : ratio(me?.commandsPerSec, r.commandsPerSec),
-        r === me ? "" : ratio(me?.redisCpuPct, r.redisCpuPct)]),
-  );
+  const header = [
+    "library", "keys released", "cycles/s", "keys left", "used_memory Δ per released key", "MEMORY USAGE per released key",
+    "PTTL of what is left (min … max)", "bytes per released key averaged over a day", "surelock/this",
+  ];
+  return table(header, result.rows.map((r) => failed(r)
+    ? [r.label, `error: ${failed(r)}`, ...Array(header.length - 2).fill("")]
+    : [r.label, int(r.released), int(r.cyclesPerSec), int(r.keysLeft), `${fixed(r.keptBytesPerKey, 1)} B`, `${fixed(r.memoryUsageBytesPerKey, 1)} B`,
+      r.keysLeft ? `${lifetime(r.shortestPttlS)} … ${lifetime(r.longestPttlS)}${r.keysWithoutTtl ? `, **${int(r.keysWithoutTtl)} without TTL**` : ""}` : "nothing left",
+      `${fixed(r.dayAverageBytesPerKey, r.dayAverageBytesPerKey < 10 ? 2 : 1)} B`,
+      r === me ? "" : ratio(me?.dayAverageBytesPerKey, r.dayAverageBytesPerKey)]));
 }

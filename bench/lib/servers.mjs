@@ -58,7 +58,7 @@ function ping(port) {
   });
 }
 
-/** Starts one redis-server and resolves with { port, process, stop() } once it answers PING. */
+/** Starts one redis-server and resolves with { port, process, log, stop() } once it answers PING. */
 export async function startRedis() {
   hookExit();
   for (let tries = 0; tries < 5; tries++) {
@@ -66,22 +66,34 @@ export async function startRedis() {
     const child = spawn("redis-server", [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--protected-mode", "yes", "--loglevel", "warning",
-    ], { stdio: ["ignore", "ignore", "pipe"] });
+    ], { stdio: ["ignore", "pipe", "pipe"] });
     started.add(child);
+    // The server's last words (it logs warnings only), read as they come so the pipes never fill.
+    const log = [];
+    const keep = (chunk) => {
+      log.push(...chunk.toString().split("\n").filter(Boolean));
+      log.splice(0, Math.max(0, log.length - 10));
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
     let exited = false;
     child.on("exit", () => { exited = true; started.delete(child); });
     child.on("error", () => { exited = true; });
     const deadline = now() + 5000;
     while (!exited && now() < deadline) {
       if (await ping(port)) {
-        return {
+        const server = {
           port,
           process: child,
+          log,
+          stopped: false,
           stop: () => {
+            server.stopped = true;
             started.delete(child);
             child.kill("SIGKILL");
           },
         };
+        return server;
       }
       await sleep(20);
     }
@@ -99,6 +111,22 @@ export function adopt(child) {
   return child;
 }
 
+let stopping = false;
+
 export function stopAll() {
+  stopping = true;
   killAll();
+}
+
+/**
+ * Calls `onDeath(message)` if `server` dies before stopAll(): a bench whose server is gone
+ * cannot measure anything (on a shared machine, the usual cause is another process taking all
+ * the memory, and redis-server aborting when an allocation fails).
+ */
+export function watchServer(server, onDeath) {
+  server.process.on("exit", (code, signal) => {
+    if (stopping || server.stopped) return;
+    const last = server.log.length ? ` Its last lines:\n  ${server.log.join("\n  ")}` : "";
+    onDeath(`redis-server on port ${server.port} exited (${signal ?? `code ${code}`}) in the middle of the run.${last}`);
+  });
 }

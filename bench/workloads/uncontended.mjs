@@ -1,12 +1,14 @@
 // W1 and W4: `concurrency` loops, each on its own key, acquire + release as fast as they go.
-// Acquire latency is the time from lock() to the lock being held (release not included); a
-// cycle counts when it completed inside the window.
+// Acquire latency is the time from lock() to the lock being held (release not included); cycle
+// latency runs from lock() to release() resolved; a cycle counts when it completed inside the
+// window.
 import { now, sleep, within } from "../lib/clock.mjs";
 import { percentiles } from "../lib/stats.mjs";
 
 export async function uncontended({ adapter, keyPrefix, concurrency, warmupMs, durationMs }) {
   const latencies = [];
   const releases = [];
+  const cycleTimes = [];
   let cycles = 0;
   let allCycles = 0;
   let errors = 0;
@@ -45,6 +47,7 @@ export async function uncontended({ adapter, keyPrefix, concurrency, warmupMs, d
       if (t0 >= windowStart) {
         latencies.push(t1 - t0);
         releases.push(t2 - t1);
+        cycleTimes.push(t2 - t0);
         if (t2 <= windowEnd) cycles++;
       }
     }
@@ -53,6 +56,7 @@ export async function uncontended({ adapter, keyPrefix, concurrency, warmupMs, d
   const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
   const p = percentiles(latencies);
   const r = percentiles(releases);
+  const c = percentiles(cycleTimes);
   return {
     concurrency,
     opsPerSec: cycles / (durationMs / 1000),
@@ -62,6 +66,8 @@ export async function uncontended({ adapter, keyPrefix, concurrency, warmupMs, d
     acquireMeanMs: mean(latencies),
     releaseMeanMs: mean(releases),
     clientCpuUsPerCycle: cpuAtEnd && cycles ? (cpuAtEnd.user + cpuAtEnd.system) / cycles : NaN,
+    cycleP50Ms: c.p50,
+    cycleP99Ms: c.p99,
     releaseP50Ms: r.p50,
     releaseP99Ms: r.p99,
     samples: p.n,

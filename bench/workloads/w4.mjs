@@ -1,5 +1,6 @@
 // W4 quorum: 5 independent primaries, one loop, uncontended; surelock's quorum mode against its
-// single-node mode and against the Redlock implementations over the same 5 nodes. Run twice:
+// single-node mode, against the Redlock implementations and against the floor (a bare Redlock:
+// SET NX PX on all 5, compare-and-delete on all 5) over the same 5 nodes. Run twice:
 // on bare loopback, where the 5 redis-servers and the client share 2 cores and a quorum pays
 // in CPU; and over a simulated network (every link delayed in a proxy process), where, as in a
 // real deployment, the round trip dominates and a parallel fan-out costs about one of them.
@@ -14,13 +15,16 @@ export const LINK_DELAY_MS = 1;
 
 export async function run({ entries, ports, timing, controls, guard }) {
   const plan = [];
+  // surelock and the floor also run on one of the 5 nodes: what a quorum costs each of them.
   const surelock = entries.find((e) => e.id === "surelock:default");
   if (surelock) plan.push({ entry: surelock, id: "surelock:single", label: "surelock, single node", nodes: 1 });
+  const floor = entries.find((e) => e.id === "floor:default");
+  if (floor) plan.push({ entry: floor, id: "floor:single", label: "floor, single node", nodes: 1 });
   // Retry settings do not matter without contention: one variant per library.
   for (const entry of entries) {
     if (entry.variant !== "default") continue;
-    const label = entry.id === "surelock:default" ? "surelock, quorum of 5" : `${entry.label}, quorum of 5`;
-    plan.push({ entry, id: `${entry.id.split(":")[0]}:quorum`, label, nodes: 5 });
+    const name = { "surelock:default": "surelock", "floor:default": "floor" }[entry.id] ?? entry.label;
+    plan.push({ entry, id: `${entry.id.split(":")[0]}:quorum`, label: `${name}, quorum of 5`, nodes: 5 });
   }
   const proxy = forkChild("delay-proxy.mjs");
   try {
