@@ -125,7 +125,6 @@ export class DeadlineQueue {
   readonly #queue: Pending[] = [];
   #head = 0;
   #armedAt = Infinity;
-  #timer: unknown;
 
   constructor(clock: Clock, timeoutMs: number) {
     this.#clock = clock;
@@ -148,8 +147,9 @@ export class DeadlineQueue {
 
   #arm(at: number): void {
     this.#armedAt = at;
-    // A pending call's deadline keeps the process alive: its promise settles, whatever else happens.
-    this.#timer = this.#clock.setTimeout(() => this.#fire(), Math.ceil(at - this.#clock.now()), true);
+    // Never cleared when the line empties: re-arming a timer per call costs more than one that
+    // fires for nothing now and then. (A pending call's socket keeps the process alive, not this.)
+    this.#clock.setTimeout(() => this.#fire(), Math.ceil(at - this.#clock.now()));
   }
 
   #fire(): void {
@@ -174,9 +174,6 @@ export class DeadlineQueue {
     if (this.#head === this.#queue.length) {
       this.#queue.length = 0;
       this.#head = 0;
-      // Nothing pending: nothing to keep the process alive for.
-      this.#clock.clearTimeout(this.#timer);
-      this.#armedAt = Infinity;
     } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
       this.#queue.splice(0, this.#head);
       this.#head = 0;

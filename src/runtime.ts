@@ -26,6 +26,8 @@ export interface RuntimeOptions {
   readonly pollMs: number;
   /** Longest wait for any one step of close(), ms. */
   readonly closeMs: number;
+  /** The longest a store call can take before it settles by itself, ms. */
+  readonly callBoundMs: number;
 }
 
 export class Runtime implements LeaseRuntime {
@@ -33,6 +35,7 @@ export class Runtime implements LeaseRuntime {
   readonly clock: Clock;
   readonly keys: KeySpace;
   readonly defaultTtlMs: number;
+  readonly callBoundMs: number;
   readonly ids = new Ids();
   readonly keepalive: Keepalive;
   readonly waiting: WaitingRoom;
@@ -48,6 +51,7 @@ export class Runtime implements LeaseRuntime {
     this.clock = o.clock;
     this.keys = o.keys;
     this.defaultTtlMs = o.defaultTtlMs;
+    this.callBoundMs = o.callBoundMs;
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({ store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs });
     this.#wakeups = new Wakeups(() => o.store.subscribers(), this.waiting, o.clock, o.closeMs);

@@ -12,7 +12,7 @@ import type { LockedWork, WithLockOptions } from "./primitives/lock.js";
 import { Mutex, type MutexOptions } from "./primitives/mutex.js";
 import { ReadWriteLock, type ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 import { Semaphore, type SemaphoreOptions } from "./primitives/semaphore.js";
-import { QuorumStore } from "./quorum/quorum-store.js";
+import { QUORUM_ROUNDS, QuorumStore } from "./quorum/quorum-store.js";
 import { Runtime } from "./runtime.js";
 import { SingleStore } from "./store/single-store.js";
 import type { Store } from "./store/types.js";
@@ -107,7 +107,10 @@ export class Surelock {
     const store: Store = quorum
       ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false }), timeoutMs: e.timeoutMs })), clock)
       : new SingleStore(this.#endpoints[0] as Endpoint, policy);
-    this.#rt = new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, pollMs, closeMs: timeoutMs });
+    // One call's own bound: its deadline (plus WAIT's), and in quorum mode the rounds it may ask again.
+    const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
+    const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
+    this.#rt = new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, pollMs, closeMs: timeoutMs, callBoundMs });
   }
 
   /** A reentrant mutex on `key`. Cheap: create one per use or keep it, as you like. */

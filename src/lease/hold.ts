@@ -42,7 +42,9 @@ export class Hold {
   /** Leases of this process on this hold. */
   readonly leases = new Set<HoldWatcher>();
   readonly #clock: Clock;
-  readonly #lost = widelyWatched();
+  #lostError: LockLostError | undefined;
+  /** Made on first use: most holds end without anyone racing their loss. */
+  #lostController: AbortController | undefined;
   #sent = 0;
 
   constructor(init: { ref: HoldRef; owner: string; ttlMs: number; renewing: boolean; clock: Clock; confirmed: Confirmation; pttlMs: number }) {
@@ -68,12 +70,16 @@ export class Hold {
 
   /** The reason the hold was lost, once it was. */
   get lost(): LockLostError | undefined {
-    return this.#lost.signal.aborted ? (this.#lost.signal.reason as LockLostError) : undefined;
+    return this.#lostError;
   }
 
   /** Aborts when the hold is lost (for races that must end then). */
   get lostSignal(): AbortSignal {
-    return this.#lost.signal;
+    if (!this.#lostController) {
+      this.#lostController = widelyWatched();
+      if (this.#lostError) this.#lostController.abort(this.#lostError);
+    }
+    return this.#lostController.signal;
   }
 
   /** A request that may confirm the hold is about to be sent, for `ttlMs`. */
@@ -102,7 +108,8 @@ export class Hold {
     const already = this.lost;
     if (already) return already;
     const error = new LockLostError(this.key, reason, detail);
-    this.#lost.abort(error);
+    this.#lostError = error;
+    this.#lostController?.abort(error);
     publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
     for (const lease of this.leases) lease.lost(error);
     return error;

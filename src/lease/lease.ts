@@ -18,6 +18,8 @@ export interface LeaseRuntime {
   readonly store: Store;
   readonly keepalive: Keepalive;
   readonly clock: Clock;
+  /** The longest a store call can take before it settles by itself (its command timeouts and retries). */
+  readonly callBoundMs: number;
   /** Grants a release made: a waiter of this process may be the one served. */
   handOver(grants: readonly Grant[]): void;
   /** The last lease of this process on `hold` is done. */
@@ -37,9 +39,12 @@ export class Lease implements AsyncDisposable {
   /** How the hold sees this lease: its entry, and the signal to abort when the hold is lost. */
   readonly #watcher: HoldWatcher;
   readonly #rt: LeaseRuntime;
-  readonly #controller = new AbortController();
+  /** Made on first use of `signal` (many callers never look at it). */
+  #controller: AbortController | undefined;
   readonly #acquiredAt: number;
   #released = false;
+  /** The hold was lost before this lease's release settled: its signal aborts even though it was released. */
+  #lostWhileHeld = false;
   #releasing: Promise<void> | undefined;
 
   private constructor(token: typeof INTERNAL, hold: Hold, entry: string, rt: LeaseRuntime) {
@@ -50,9 +55,8 @@ export class Lease implements AsyncDisposable {
     this.#hold = hold;
     this.#rt = rt;
     this.#acquiredAt = rt.clock.now();
-    this.#watcher = { entry, lost: (error) => { if (!this.#released) this.#controller.abort(error); } };
+    this.#watcher = { entry, lost: (error) => { if (!this.#released) this.#controller?.abort(error); } };
     hold.leases.add(this.#watcher);
-    if (hold.lost) this.#controller.abort(hold.lost);
   }
 
   /** @internal A lease on `hold` for the entry `entry`. */
@@ -63,6 +67,12 @@ export class Lease implements AsyncDisposable {
   /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */
   get signal(): AbortSignal {
     if (!this.#released) this.#hold.checkValidity();
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      // Lost before anyone looked (and not released first): the signal starts aborted.
+      const lost = this.#hold.lost;
+      if (lost && (!this.#released || this.#lostWhileHeld)) this.#controller.abort(lost);
+    }
     return this.#controller.signal;
   }
 
@@ -147,6 +157,7 @@ export class Lease implements AsyncDisposable {
     hold.checkValidity();
     const lostBefore = hold.lost;
     if (lostBefore) {
+      this.#lostWhileHeld = true;
       this.#finish(last);
       // Redis may still have it (this process was paused, say): give it back, so it blocks nobody.
       rt.store.release(hold.ref, this.#watcher.entry).catch(() => {});
@@ -154,10 +165,15 @@ export class Lease implements AsyncDisposable {
     }
     let result: ReleaseResult;
     try {
-      result = await race(rt.store.release(hold.ref, this.#watcher.entry), hold.lostSignal);
+      const call = rt.store.release(hold.ref, this.#watcher.entry);
+      // Bounded by its command timeout; by the hold's validity too, when that ends first.
+      const validityFirst = hold.validUntilAt - rt.clock.now() < rt.callBoundMs;
+      result = await (validityFirst ? race(call, hold.lostSignal) : call);
     } catch (error) {
       this.#finish(last);
       if (error === hold.lost) {
+        this.#lostWhileHeld = true;
+        this.#controller?.abort(error);
         throw new ConnectionError(`the release of lock "${this.key}" was not confirmed before its validity ran out; the lock expires by itself`,
           { cause: error });
       }
@@ -166,7 +182,8 @@ export class Lease implements AsyncDisposable {
     this.#finish(last);
     if (result.status === "gone" || result.status === "taken") {
       const error = hold.lose(result.status === "taken" ? "taken" : "expired", "found on release");
-      this.#controller.abort(error);
+      this.#lostWhileHeld = true;
+      this.#controller?.abort(error);
       throw error;
     }
     if (result.status === "freed") rt.handOver(result.grants);

@@ -24,6 +24,9 @@ import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes,
  */
 const RETRIES = 2;
 
+/** At most this many rounds per call (for the bound on how long one call can take). */
+export const QUORUM_ROUNDS = RETRIES + 1;
+
 /**
  * After a split vote every contender undoes its part and pauses for a random time before it tries
  * again, so they do not collide again; the pause scales with the attempt's round trip.

@@ -14,7 +14,7 @@
 --@include lib/queue.lua
 --@include lib/exclusive.lua
 local ttlMs, leaseMs = tonumber(ttl), tonumber(ticketLease)
-local st = redis.call('HMGET', lock, 'o', 'h', 't', '@' .. entry)
+local st = redis.call('HMGET', lock, 'o', 'h', 't', '@' .. entry, 'c')
 if st[4] then return {tonumber(st[4]), tonumber(st[3]), st[2], redis.call('PTTL', lock)} end
 
 -- One more entry on the live hold `id`.
@@ -40,4 +40,4 @@ end
 local head = liveHead(queue, tickets)
 if head and head.id ~= hold then return wait(0) end
 if head then serveHead(queue, tickets, hold) end
-return {1, found(lock, hold, owner, entry, ttlMs), hold, ttlMs}
+return {1, found(lock, hold, owner, entry, ttlMs, st[5]), hold, ttlMs}

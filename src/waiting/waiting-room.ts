@@ -74,7 +74,8 @@ export class WaitingRoom implements WakeupHandler {
 
   /** One attempt with no waiting and no ticket (re-entries, joins), bounded by `signal` and close(). */
   async once(call: AcquireCall, signal: AbortSignal | undefined): Promise<{ result: AcquireResult; sentAt: number }> {
-    const stop = new Interruption({ clock: this.#clock, signals: [signal, this.#closed] });
+    const stop = signal ? new Interruption({ clock: this.#clock, signals: [signal, this.#closed] })
+      : { signal: this.#closed, throwIfInterrupted: () => this.#closed.throwIfAborted(), dispose: () => {} };
     try {
       stop.throwIfInterrupted();
       return await this.#attempt(call, stop.signal);
@@ -90,37 +91,47 @@ export class WaitingRoom implements WakeupHandler {
   async acquire(req: WaitRequest): Promise<Obtained> {
     const startedAt = this.#clock.now();
     const key = req.call.target.keys.key;
-    const stop = new Interruption({
-      clock: this.#clock,
-      // `timeout: 0` is one attempt: it is bounded by its command timeout, not cut short.
-      deadlineAt: req.timeoutMs === 0 ? Infinity : startedAt + req.timeoutMs,
-      timeout: () => new LockTimeoutError(key, this.#clock.now() - startedAt, req.timeoutMs),
-      signals: [req.signal, this.#closed],
-    });
+    // Only close() can end a wait with neither a timeout nor a signal: no interruption of its own.
+    const own = (req.timeoutMs > 0 && req.timeoutMs < Infinity) || req.signal !== undefined
+      ? new Interruption({
+        clock: this.#clock,
+        deadlineAt: req.timeoutMs === 0 ? Infinity : startedAt + req.timeoutMs,
+        timeout: () => new LockTimeoutError(key, this.#clock.now() - startedAt, req.timeoutMs),
+        signals: [req.signal, this.#closed],
+      })
+      : undefined;
+    // `timeout: 0` is one attempt: it is bounded by its command timeout, not cut short.
+    const stop = own ?? { signal: this.#closed, throwIfInterrupted: () => this.#closed.throwIfAborted(), dispose: () => {} };
     let waiter: Waiter | undefined;
     let subscription: { release(): void } | undefined;
     let attempts = 0;
+    let waited = false;
     let outcome: "acquired" | "timeout" | "aborted" | "error" = "error";
     try {
       stop.throwIfInterrupted();
+      // Already listening to this lock (other waiters here): keep listening through the attempt,
+      // so that an announcement made after it cannot be missed and no second attempt is needed.
+      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListening(req.channel);
+      const listened = subscription !== undefined;
+      // Listening already: the waiter must be findable by an announcement that beats the reply.
+      if (listened) waiter = this.#enter(req);
       const first = await this.#attempt(req.call, stop.signal);
       attempts++;
       const got = this.#obtained(key, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
-      const ticket = req.call.ask;
-      waiter = new Waiter(req.call, req.channel, Math.min(this.#pollMs, Math.floor(ticket.ticketLeaseMs / 3)), this.#clock.now());
+      waiter ??= this.#enter(req);
       this.#note(waiter, first.result, first.sentAt);
-      this.#enter(waiter);
+      waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
-      if (this.#wakeups) {
+      if (this.#wakeups && !listened) {
         const s = this.#wakeups.ref(req.channel);
         subscription = s;
         await race(s.ready, stop.signal);
       }
-      // Ask once more now that we listen: a grant made before the subscription took went unheard.
-      let attemptNow = true;
+      // Ask once more if we were not listening yet: a grant made before the subscription took went unheard.
+      let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
           const again = await this.#attempt(req.call, stop.signal);
@@ -158,7 +169,7 @@ export class WaitingRoom implements WakeupHandler {
       subscription?.release();
       if (waiter) {
         this.#leave(waiter);
-        publish("wait", () => ({ key, phase: "end", outcome, waitedMs: this.#clock.now() - startedAt }));
+        if (waited) publish("wait", () => ({ key, phase: "end", outcome, waitedMs: this.#clock.now() - startedAt }));
       }
     }
   }
@@ -216,12 +227,15 @@ export class WaitingRoom implements WakeupHandler {
     this.#keepalive.addTicket(waiter);
   }
 
-  #enter(waiter: Waiter): void {
+  /** A waiter for `req`, findable by its ticket and its channel (its ticket is refreshed once it is queued: see #note). */
+  #enter(req: WaitRequest): Waiter {
+    const periodMs = Math.min(this.#pollMs, Math.floor(req.call.ask.ticketLeaseMs / 3));
+    const waiter = new Waiter(req.call, req.channel, periodMs, this.#clock.now());
     this.#waiters.set(waiter.ticket, waiter);
     let set = this.#byChannel.get(waiter.channel);
     if (!set) this.#byChannel.set(waiter.channel, (set = new Set()));
     set.add(waiter);
-    this.#keepalive.addTicket(waiter);
+    return waiter;
   }
 
   #leave(waiter: Waiter): void {

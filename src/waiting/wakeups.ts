@@ -30,7 +30,7 @@ export class Wakeups {
   readonly #handler: WakeupHandler;
   readonly #clock: Clock;
   readonly #closeMs: number;
-  readonly #channels = new Map<string, { refs: number; ready: Promise<void> }>();
+  readonly #channels = new Map<string, { refs: number; ready: Promise<void>; listening: boolean }>();
   #subscribers: Promise<RedisSubscriber[]> | undefined;
   #idleTimer: unknown;
   #closed = false;
@@ -48,11 +48,22 @@ export class Wakeups {
     return this.#channels.size;
   }
 
+  /**
+   * A reference to `channel` if this process already listens to it (subscribed and confirmed):
+   * taken before an attempt, it guarantees that no announcement made after the attempt is missed.
+   * Undefined otherwise (the caller subscribes only if the attempt says it must wait).
+   */
+  refIfListening(channel: string): Subscription | undefined {
+    return this.#channels.get(channel)?.listening ? this.ref(channel) : undefined;
+  }
+
   ref(channel: string): Subscription {
     this.#clock.clearTimeout(this.#idleTimer);
     let state = this.#channels.get(channel);
     if (!state) {
-      state = { refs: 0, ready: this.#each((s) => s.subscribe(channel)) };
+      const created: { refs: number; ready: Promise<void>; listening: boolean } = { refs: 0, ready: Promise.resolve(), listening: false };
+      created.ready = this.#each((s) => s.subscribe(channel)).then(() => { created.listening = true; });
+      state = created;
       this.#channels.set(channel, state);
     }
     state.refs++;

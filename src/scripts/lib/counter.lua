@@ -10,3 +10,11 @@ local function nextToken(hash)
   end
   return token
 end
+
+-- The token after `c` (a counter read with the hash's other fields, or nil): the caller writes it
+-- back as `c` (and as `b` when it is born now) in its own HSET, saving a command.
+local function tokenAfter(c)
+  if c then return tonumber(c) + 1, nil end
+  local token = nowUs()
+  return token, token
+end

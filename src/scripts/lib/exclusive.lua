@@ -1,9 +1,14 @@
 -- lib/exclusive.lua: a mutex's hold lives in the lock hash: o owner, h hold id, t token, n
 -- entries, and `@<entry>` per entry (1 the founding one, 2 a re-entry). The hash's PTTL is the
 -- hold's lease, so the hold and the hash expire together.
-local function found(lock, hold, owner, entry, ttl)
-  local token = nextToken(lock)
-  redis.call('HSET', lock, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
+-- `c` is the lock's counter as read by the caller (false or nil if it has none).
+local function found(lock, hold, owner, entry, ttl, c)
+  local token, born = tokenAfter(c)
+  if born then
+    redis.call('HSET', lock, 'c', token, 'b', born, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
+  else
+    redis.call('HSET', lock, 'c', token, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
+  end
   redis.call('PEXPIRE', lock, ttl)
   return token
 end
@@ -18,7 +23,7 @@ local function handOver(lock, queue, tickets, channel, keep, grant, publish)
   if head and grant == '1' then
     serveHead(queue, tickets, head.id)
     local pttl = math.min(head.ttl, head.deadline - nowMs())
-    local token = found(lock, head.id, head.owner, head.id, pttl)
+    local token = found(lock, head.id, head.owner, head.id, pttl, redis.call('HGET', lock, 'c'))
     redis.call(publish, channel, string.format('g %s %d %d', head.id, token, pttl))
     return {1, head.id, token, pttl}
   end

@@ -1,0 +1,14 @@
+import { Redis } from "ioredis";
+import { Surelock } from "./src/index.js";
+const redis = new Redis({ port: 7702 });
+const locks = new Surelock({ redis });
+for (let i = 0; i < 100; i++) await (await locks.mutex("w").acquire()).release();
+await redis.config("RESETSTAT");
+const n = 2000;
+const t0 = performance.now();
+for (let i = 0; i < n; i++) await (await locks.mutex("w").acquire()).release();
+const ms = performance.now() - t0;
+const info = await redis.info("commandstats");
+console.log(info.split("\n").filter((l) => l.startsWith("cmdstat")).join("\n"));
+console.log("cycles/s", Math.round(n / ms * 1000));
+await locks.close(); redis.disconnect();
