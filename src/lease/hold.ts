@@ -82,9 +82,15 @@ export class Hold {
     return this.#lostController.signal;
   }
 
-  /** A request that may confirm the hold is about to be sent, for `ttlMs`. */
+  /**
+   * A request that may confirm the hold is about to be sent, for `ttlMs`. Once sent, Redis may
+   * apply it at any moment, so a shorter ttl bounds validity right away: the hold lasts at least
+   * `ttlMs` from whenever it runs, which is after now.
+   */
   request(ttlMs: number): Confirmation {
-    return { seq: ++this.#sent, sentAt: this.#clock.now(), ttlMs };
+    const c = { seq: ++this.#sent, sentAt: this.#clock.now(), ttlMs };
+    this.validUntilAt = Math.min(this.validUntilAt, bound(c.sentAt, ttlMs));
+    return c;
   }
 
   /**

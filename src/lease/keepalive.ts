@@ -81,9 +81,11 @@ export class Keepalive {
     this.#tickets.delete(ticket);
   }
 
-  /** The validity of `hold` changed (a confirmation): make sure its deadline is watched. */
+  /** The validity or ttl of `hold` changed (an extend): watch its new deadline, renew it on its new schedule. */
   confirmed(hold: Hold): void {
-    if (this.#watched.has(hold)) this.#watchExpiry(hold.validUntilAt);
+    if (!this.#watched.has(hold)) return;
+    this.#watchExpiry(hold.validUntilAt);
+    if (this.#renewed.has(hold)) this.#wake(hold.renewDueAt);
   }
 
   /** Stops for good; returns the holds it was watching (they expire in Redis after their ttl). */

@@ -101,6 +101,7 @@ export class Lease implements AsyncDisposable {
     if (hold.lost) throw hold.lost;
     hold.ttlMs = ttlMs;
     const sent = hold.request(ttlMs);
+    this.#rt.keepalive.confirmed(hold);
     const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs }]), hold.lostSignal,
       (late) => this.#prolongedForNobody(late[0] as HoldState));
     if (hold.lost) {

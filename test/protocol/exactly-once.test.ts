@@ -1,0 +1,181 @@
+/**
+ * The exactly-once protocol against real redis-servers, one scenario per way mutual exclusion
+ * broke in 0.1 (issue 13): a flow that outlives its section, extend() racing the watchdog, a
+ * replayed release (the reply lost after Redis ran it, the client resending it, with ioredis'
+ * resend on and off), replayed acquires and guarded writes, extend() of a lease lost on the wire.
+ */
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
+import { ConnectionError, LockLostError, Surelock } from "../../src/index.js";
+import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { namesOf } from "../harness/script-catalog.js";
+import { assertEveryKeyExpires, eventually, within } from "../helpers/fixtures.js";
+import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+
+describe("the exactly-once protocol on a real server", () => {
+  let server: RedisServer;
+  let proxy: RespProxy | undefined;
+  const closers: (() => Promise<unknown> | void)[] = [];
+  before(async () => { server = await startStandalone(); });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await proxy?.close();
+    proxy = undefined;
+    await assertEveryKeyExpires(server);
+    await server.command("FLUSHALL");
+  });
+  after(() => server.stop());
+
+  /** A client through the fault proxy (resend on or off) and a Surelock over it. */
+  async function through(o: { autoResend: boolean; ttl?: number; commandTimeout?: number }): Promise<{ locks: Surelock; redis: Redis; proxy: RespProxy }> {
+    proxy ??= await startRespProxy(server, "p");
+    const redis = new Redis({ host: proxy.host, port: proxy.port, autoResendUnfulfilledCommands: o.autoResend, retryStrategy: () => 20, maxRetriesPerRequest: 5 });
+    redis.on("error", () => {});
+    const locks = new Surelock({ redis, ttl: o.ttl ?? 10_000, commandTimeout: o.commandTimeout ?? 2_000 });
+    closers.push(() => redis.disconnect(), () => locks.close());
+    return { locks, redis, proxy };
+  }
+
+  /** A Surelock straight to the server: "another process". */
+  function direct(ttl = 10_000): Surelock {
+    const redis = new Redis({ port: server.port, host: server.host });
+    const locks = new Surelock({ redis, ttl });
+    closers.push(() => redis.disconnect(), () => locks.close());
+    return locks;
+  }
+
+  const entries = async (key: string): Promise<string | null> => (await server.command("HGET", `surelock:{${key}}:lock`, "n")) as string | null;
+
+  it("flows started inside a section that run after it acquire as themselves: they exclude each other and everyone else", async () => {
+    const locks = direct();
+    const other = direct();
+    let go!: () => void;
+    const after = new Promise<void>((resolve) => { go = resolve; });
+    let inside = 0;
+    let most = 0;
+    const tokens: bigint[] = [];
+    const job = async (): Promise<void> => {
+      await after;
+      await locks.withLock("outlived", async (lease) => {
+        tokens.push(lease.fencingToken);
+        inside++;
+        most = Math.max(most, inside);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        inside--;
+      });
+    };
+    let jobs: Promise<void>[] = [];
+    const sectionToken = await locks.withLock("outlived", async (lease) => {
+      // Timers set in the section, firing after it released: they carry the dead section along.
+      jobs = [job(), job()];
+      return lease.fencingToken;
+    });
+    go();
+    const intruder = other.withLock("outlived", async () => {
+      inside++;
+      most = Math.max(most, inside);
+      inside--;
+    });
+    await within(5_000, Promise.all([...jobs, intruder]));
+    assert.equal(most, 1, "never two holders at once");
+    assert.equal(tokens.length, 2);
+    for (const token of tokens) assert.ok(token > sectionToken, "each job founded a hold of its own");
+    assert.notEqual(tokens[0], tokens[1]);
+  });
+
+  for (const autoResend of [true, false]) {
+    it(`a replayed release of a re-entered lock gives back one entry only (ioredis resend ${autoResend ? "on" : "off"})`, async () => {
+      const { locks, proxy } = await through({ autoResend });
+      const intruder = direct();
+      await locks.withLock(`replay-${autoResend}`, async () => {
+        const inner = await locks.mutex(`replay-${autoResend}`).acquire();
+        assert.equal(await entries(`replay-${autoResend}`), "2");
+        const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+        const released = inner.release();
+        assert.ok(await cut, "the release was cut after Redis ran it");
+        if (autoResend) await within(5_000, released);
+        else await assert.rejects(within(5_000, released), ConnectionError);
+        assert.equal(await entries(`replay-${autoResend}`), "1", "the outer entry is still there");
+        assert.equal(await intruder.mutex(`replay-${autoResend}`).tryAcquire(), null, "and still excludes everyone else");
+      });
+      assert.equal(await server.command("HEXISTS", `surelock:{replay-${autoResend}}:lock`, "o"), 0, "freed at the last release");
+    });
+  }
+
+  it("a replayed final release answers released: no LockLostError for a lease that was given back", async () => {
+    const { locks, proxy } = await through({ autoResend: true });
+    const lease = await locks.mutex("final").acquire();
+    const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+    await within(5_000, lease.release());
+    assert.ok(await cut);
+    assert.equal(lease.signal.aborted, false);
+  });
+
+  it("a replayed acquire with an explicit owner counts one entry; a replayed semaphore acquire takes one permit", async () => {
+    const { locks, proxy } = await through({ autoResend: true });
+    const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const lease = await within(5_000, locks.mutex("owned").acquire({ owner: "job-17" }));
+    assert.ok(await cut);
+    assert.equal(await entries("owned"), "1");
+    await lease.release();
+    const sem = locks.semaphore("permits", { permits: 2 });
+    const cut2 = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const permit = await within(5_000, sem.acquire({ timeout: 3_000 }));
+    assert.ok(await cut2);
+    assert.equal(Number(await server.command("ZCOUNT", "surelock:sem:{permits}:holders", "(0", "+inf")), 1, "one permit taken, not two");
+    const second = await sem.tryAcquire();
+    assert.ok(second, "the second permit is free");
+    await Promise.all([permit.release(), second.release()]);
+  });
+
+  it("a replayed guarded DECRBY is applied once", async () => {
+    const { locks, proxy } = await through({ autoResend: true });
+    await server.command("SET", "{stock:1}:units", "10");
+    const guard = locks.guard("stock:1");
+    await locks.withLock("stock:1", async (lease) => {
+      const cut = proxy.armCut({ scripts: namesOf("fence-like") }, 5_000);
+      const outcome = await within(5_000, guard.write(lease.fencingToken, "DECRBY", "{stock:1}:units", 3));
+      assert.ok(await cut);
+      assert.deepEqual(outcome, { written: true, reply: 7 });
+    });
+    assert.equal(await server.command("GET", "{stock:1}:units"), "7");
+  });
+
+  it("extend() racing the watchdog over a slow link: the client never trusts a lease longer than Redis keeps it", async () => {
+    const { locks, proxy } = await through({ autoResend: true, ttl: 300 });
+    proxy.setLatency(20, 20);
+    const lease = await locks.mutex("raced").acquire();
+    const hold = lease._hold;
+    let worst = -Infinity;
+    const check = async (): Promise<void> => {
+      const pttl = Number(await server.command("PTTL", "surelock:{raced}:lock"));
+      const trusted = hold.validUntilAt - performance.now();
+      // Sampled straight from the server, after the client's view: the server's expiry is later.
+      worst = Math.max(worst, trusted - pttl);
+    };
+    for (let i = 0; i < 12; i++) {
+      // Extend to long and back to short while the watchdog renews every 100 ms.
+      const extended = lease.extend(i % 2 === 0 ? 60_000 : 300);
+      await new Promise((resolve) => setTimeout(resolve, 7 * (i % 5)));
+      await check();
+      await extended;
+      await check();
+    }
+    assert.ok(worst <= 0, `the client trusted the lease ${worst.toFixed(1)} ms longer than Redis kept it`);
+    await lease.release();
+  });
+
+  it("extend() of a lease lost while the call was on the wire rejects with LockLostError and gives the lock back", async () => {
+    const { locks, proxy } = await through({ autoResend: true, ttl: 400, commandTimeout: 3_000 });
+    const lease = await locks.mutex("lost-on-the-wire").acquire();
+    proxy.blackhole();
+    const extended = lease.extend(60_000);
+    await assert.rejects(within(5_000, extended), (e: unknown) => e instanceof LockLostError && e.reason === "unreachable");
+    assert.equal(lease.held, false);
+    proxy.heal("deliver");
+    // The extension reached Redis late and kept the lock for nobody: it is given back.
+    await eventually(async () => (await server.command("HEXISTS", "surelock:{lost-on-the-wire}:lock", "o")) === 0, 3_000, "the lock given back");
+    await lease.release().catch(() => {});
+  });
+});
