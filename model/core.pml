@@ -37,7 +37,6 @@
 #define RET 0           /* counter retention: a released hash keeps c and b this long;
                            0: longer than the horizon (it never runs out in a run) */
 #endif
-#define FOREVER 255     /* an expiry instant beyond the horizon */
 #define RETAINED (RET == 0 -> FOREVER : now + RET)
 
 /* ---- assumptions (break them to see the properties fail) --------------------------------- */
@@ -73,6 +72,9 @@
 
 /* The budgets above are client 0's, the subject of a check; the other clients, which compete
    for the lock, have the budgets named with a 1 (by default the same). */
+#ifndef ACQS1
+#define ACQS1 ACQS
+#endif
 #ifndef REENTRIES1
 #define REENTRIES1 REENTRIES
 #endif
@@ -102,32 +104,36 @@ mtype = {
   GRANTED, APPLIED, REFUSED
 };
 
+/* Field widths: instants and durations fit in TIME bits (FOREVER is the largest value), tokens
+   and ids in 4 bits; the Clock process checks that the chosen durations fit (a value too large
+   for its field would silently wrap). Small fields keep the state vector, hence memory, small. */
+#define TIMEBITS 5
+#define FOREVER 31      /* an expiry instant beyond the horizon */
+
 /* One command on a connection: what was sent, and (once Redis ran it) its reply. */
 typedef Cmd {
   mtype op;
-  byte h;        /* hold id (the founding entry's id) */
-  byte e;        /* entry id (acquire, re-entry, release); writer id (write) */
-  byte tok;      /* fencing token (release, renew, extend, write) */
-  byte ttl;      /* ttl sent (acquire, re-entry, renew, extend) */
-  byte sent;     /* the client's clock when it was sent */
-  byte seq;      /* write sequence number */
-  bool newest;   /* the newest confirming request sent for its hold (ordering rule) */
-  bool ran;      /* Redis ran it and its reply is on the way (a drop clears this: resent) */
-  bool once;     /* ghost: it has run at least once */
-  bool ok;       /* ghost: its first run succeeded (release) */
-  mtype rc;      /* reply */
-  byte rv;       /* reply value: a token */
+  mtype rc;                     /* reply */
+  unsigned h : 4;               /* hold id (the founding entry's id) */
+  unsigned e : 4;               /* entry id (acquire, re-entry, release); writer id (write) */
+  unsigned tok : 4;             /* fencing token (release, renew, extend, write) */
+  unsigned ttl : 3;             /* ttl sent (acquire, re-entry, renew, extend) */
+  unsigned sent : TIMEBITS;     /* the client's clock when it was sent */
+  unsigned seq : 2;             /* write sequence number */
+  unsigned newest : 1;          /* the newest confirming request sent for its hold (ordering rule) */
+  unsigned ran : 1;             /* Redis ran it, its reply is on the way (a drop clears this: resent) */
+  unsigned once : 1;            /* ghost: it has run at least once */
+  unsigned ok : 1;              /* ghost: its first run succeeded (release) */
+  unsigned rv : 4               /* reply value: a token */
 }
 
 /* ---- time ---------------------------------------------------------------------------------- */
-byte now = T0;              /* the server's clock; the global time */
-byte lag[NC];               /* how far each client's clock has fallen behind */
-#define LC(i) (now + SKEW - lag[i])      /* client i's monotonic clock (never below now) */
+unsigned now : TIMEBITS = T0;   /* the server's clock; the global time */
+#define LC(i) (now + SKEW - cl[i].lag)   /* client i's monotonic clock (never below now) */
 
 /* ---- connections --------------------------------------------------------------------------- */
-Cmd pend[NC * MAXPEND];     /* per client: commands sent and not yet answered, oldest first */
-byte np[NC];
-byte drops;
+Cmd pend[NC * MAXPEND];         /* per client: commands sent and not yet answered, oldest first */
+unsigned drops : 2;
 #define CMD(i, b) pend[(i) * MAXPEND + (b)]
 
 /* ---- the clients' local views ------------------------------------------------------------- */
@@ -142,18 +148,32 @@ byte drops;
 #define WAITING 1
 #define HOLDING 2
 
-byte phase[NC];
-byte acq[NC];               /* fresh acquisitions started */
-byte hold[NC];              /* id of the current acquisition's hold (= its first entry, its ticket) */
-byte tok[NC];               /* its fencing token, 0 before it is known */
-byte ent1[NC];              /* the outer entry */
-byte ent2[NC];              /* the nested entry (re-entry) */
-byte vu[NC];                /* validity: local clock instant until which the hold is trusted */
-byte ttlc[NC];              /* the ttl the watchdog renews with */
-bool lost[NC];              /* declared lost (timer, or Redis said so) */
-byte qs[NC];                /* send instant of the last attempt/refresh whose reply said "queued" */
-bool renewing[NC];          /* the watchdog's renewal is on the wire (one at a time) */
-byte nren[NC], nxt[NC], nre[NC], nretry[NC], nwr[NC];   /* budgets used */
+/* A client: its current acquisition, its local view of it, its connection's length, its clock's
+   lag, the grant announcement on its way to it, and how much of its budgets it used. */
+typedef ClientState {
+  unsigned phase : 2;
+  unsigned acq : 2;             /* fresh acquisitions started */
+  unsigned hold : 4;            /* id of the current acquisition's hold (= its first entry, its ticket) */
+  unsigned tok : 4;             /* its fencing token, 0 before it is known */
+  unsigned ent1 : 3;            /* the outer entry */
+  unsigned ent2 : 3;            /* the nested entry (re-entry) */
+  unsigned vu : TIMEBITS;       /* validity: local clock instant until which the hold is trusted */
+  unsigned ttlc : 3;            /* the ttl the watchdog renews with */
+  unsigned lost : 1;            /* Redis said the hold is gone */
+  unsigned qs : TIMEBITS;       /* send instant of the last attempt/refresh whose reply said "queued" */
+  unsigned qc : 4;              /* ... and the counter that reply reported (FIX_GRANT_ORDER) */
+  unsigned renewing : 1;        /* the watchdog's renewal is on the wire (one at a time) */
+  unsigned np : 2;              /* commands on its connection */
+  unsigned lag : 2;             /* how far its clock has fallen behind the server's */
+  unsigned gmsg : 4;            /* a grant announcement on its way (pub/sub): the token */
+  unsigned gmh : 4;             /* ... and the hold (ticket) it grants */
+  unsigned nren : 2;            /* budgets used */
+  unsigned nxt : 2;
+  unsigned nre : 2;
+  unsigned nretry : 2;
+  unsigned nwr : 2
+}
+ClientState cl[NC];
 
 /* Entry ids: client i's k-th fresh acquisition is i*4+k+1; its re-entry is i*4+k+3. */
 #define ID(i, k) ((i) * 4 + (k) + 1)
@@ -164,15 +184,17 @@ byte nren[NC], nxt[NC], nre[NC], nretry[NC], nwr[NC];   /* budgets used */
 /* A client believes it holds the lock: an entry in hand, not declared lost, validity not over
    on its own clock (lease.held). An entry whose release has been sent no longer counts: its
    critical section has ended. */
-#define BEL(i) ((ent1[i] == IN || ent2[i] == IN) && !lost[i] && LC(i) < vu[i])
+#define BEL(i) ((cl[i].ent1 == IN || cl[i].ent2 == IN) && !cl[i].lost && LC(i) < cl[i].vu)
 
 /* ---- the fencing guard (the resource tier) -------------------------------------------------- */
-byte gseen;                 /* highest token accepted */
-byte gwho, gseq;            /* writer and sequence of the last accepted write (replay detection) */
+unsigned gseen : 4;             /* highest token accepted */
+unsigned gwho : 4;              /* writer of the last accepted write (replay detection) */
+unsigned gseq : 2;              /* ... and its sequence number */
 
 /* ---- ghosts: what happened, for the properties --------------------------------------------- */
-byte gissued;               /* highest token ever issued */
-byte gmaxtok, gmaxwho;      /* token and writer of the last applied write */
+unsigned gissued : 4;           /* highest token ever issued */
+unsigned gmaxtok : 4;           /* token of the last applied write */
+unsigned gmaxwho : 4;           /* ... and its writer */
 unsigned gapplied : 12;     /* which (writer client, seq) writes were applied */
 bool bad_fence;             /* a write with a lower token (or another hold's equal token) applied */
 bool bad_once;              /* a write applied twice */
@@ -189,9 +211,9 @@ hidden byte rnew, rok;
 #define MAX(a, b) ((a) > (b) -> (a) : (b))
 
 /* Sends a command on client i's connection; newest marks it as the newest confirming request of
-   hold hh (clearing that mark on the older ones still in flight). Caller checks np[i] < MAXPEND. */
+   hold hh (clearing that mark on the older ones still in flight). Caller checks cl[i].np < MAXPEND. */
 inline send(i, o, hh, ee, tt, tl, sq, nw) {
-  k = i * MAXPEND + np[i];
+  k = i * MAXPEND + cl[i].np;
   pend[k].op = o; pend[k].h = hh; pend[k].e = ee; pend[k].tok = tt; pend[k].ttl = tl;
   /* only replies that confirm or queue use the send instant (fewer states without it) */
   pend[k].sent = (o == RELEASE || o == WRITE -> 0 : LC(i)); pend[k].seq = sq; pend[k].newest = nw;
@@ -200,12 +222,12 @@ inline send(i, o, hh, ee, tt, tl, sq, nw) {
   :: nw ->
      j = 0;
      do
-     :: j < np[i] -> if :: pend[i * MAXPEND + j].h == hh -> pend[i * MAXPEND + j].newest = false :: else fi; j++
+     :: j < cl[i].np -> if :: pend[i * MAXPEND + j].h == hh -> pend[i * MAXPEND + j].newest = false :: else fi; j++
      :: else -> break
      od
   :: else
   fi;
-  np[i]++
+  cl[i].np++
 }
 
 /* Takes command b off client i's connection, copying it to the r* scratch variables first. */
@@ -216,7 +238,7 @@ inline take(i, b) {
   rrc = pend[k].rc; rrv = pend[k].rv;
   j = b;
   do
-  :: j + 1 < np[i] ->
+  :: j + 1 < cl[i].np ->
      k = i * MAXPEND + j;
      pend[k].op = pend[k + 1].op; pend[k].h = pend[k + 1].h; pend[k].e = pend[k + 1].e;
      pend[k].tok = pend[k + 1].tok; pend[k].ttl = pend[k + 1].ttl; pend[k].sent = pend[k + 1].sent;
@@ -226,16 +248,16 @@ inline take(i, b) {
      j++
   :: else -> break
   od;
-  np[i]--;
-  k = i * MAXPEND + np[i];
+  cl[i].np--;
+  k = i * MAXPEND + cl[i].np;
   pend[k].op = NONE; pend[k].h = 0; pend[k].e = 0; pend[k].tok = 0; pend[k].ttl = 0; pend[k].sent = 0;
   pend[k].seq = 0; pend[k].newest = false; pend[k].ran = false; pend[k].once = false; pend[k].ok = false;
   pend[k].rc = NONE; pend[k].rv = 0
 }
 
 /* a command of this kind for client i's current hold is on the wire (empty slots hold NONE) */
-#define ON_WIRE(i, o) ((CMD(i, 0).op == o && CMD(i, 0).h == hold[i]) || (CMD(i, 1).op == o && CMD(i, 1).h == hold[i]) || \
-                       (CMD(i, 2).op == o && CMD(i, 2).h == hold[i]))
+#define ON_WIRE(i, o) ((CMD(i, 0).op == o && CMD(i, 0).h == cl[i].hold) || (CMD(i, 1).op == o && CMD(i, 1).h == cl[i].hold) || \
+                       (CMD(i, 2).op == o && CMD(i, 2).h == cl[i].hold))
 
 /* Ordering rule (new protocol): a reply confirms the ttl it sent from the instant it was sent;
    only the newest request may lengthen validity, an older one may only shorten it. A hold that
@@ -244,12 +266,14 @@ inline take(i, b) {
    that allows more than the spec ("changes nothing"), so what holds here holds for the spec. */
 inline confirm(i) {
   if
-  :: lost[i] || (ent1[i] != IN && ent2[i] != IN) -> skip
+  :: cl[i].lost || (cl[i].ent1 != IN && cl[i].ent2 != IN) -> skip
   :: else ->
      if
-     :: rnew -> vu[i] = rsent + rttl - D
-     :: else -> vu[i] = MIN(vu[i], rsent + rttl - D)
-     fi
+     :: rnew -> cl[i].vu = rsent + rttl - D
+     :: else -> cl[i].vu = MIN(cl[i].vu, rsent + rttl - D)
+     fi;
+     printf("t=%d c%d: reply to %e (sent at %d, ttl %d): valid until %d on its clock (%d now)\n",
+            now, i, rop, rsent, rttl, cl[i].vu, LC(i))
   fi
 }
 

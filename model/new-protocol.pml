@@ -22,6 +22,10 @@
  *   FIX_REENTRY      a re-entry does not confirm validity (only acquire, renewal and extend do):
  *                    its replay changes nothing, so an older renewal replayed after it can leave
  *                    the PTTL shorter than the re-entry's confirmation would claim
+ *   FIX_GRANT_ORDER  a "queued" reply carries the lock's counter c; a grant of token T is counted
+ *                    only from a "queued" reply whose counter was below T (one that ran before the
+ *                    grant): once a grant's hold expired, the waiter's next attempt queues the
+ *                    same ticket again, and its "queued" reply ran after the grant
  *   FIX_TOMBSTONE    every release leaves a tombstone (its entry id) in a key of its own that
  *                    lives for the counter retention, so that its replay answers as the first run
  *                    did even after the hash expired (with the hold, or with a successor's hold)
@@ -29,26 +33,26 @@
 #include "core.pml"
 
 /* ---- Redis ------------------------------------------------------------------------------- */
-bool hash;                  /* the lock's hash exists */
-byte hexp;                  /* its expiry instant (PTTL), server clock */
-byte cnt;                   /* c: the fencing counter (a reborn hash starts above every token issued) */
-byte birth;                 /* b: the token at which the hash was (re)created */
-byte hid;                   /* hold id, 0 when not held */
-byte htok;                  /* the hold's token */
-byte hn;                    /* its entry count */
-unsigned hents : 12;        /* its entry ids (@<entry>) */
-bool hgr;                   /* founded by a grant (its PTTL is the rest of the ticket lease) */
+bool hash;                      /* the lock's hash exists */
+unsigned hexp : TIMEBITS;       /* its expiry instant (PTTL), server clock */
+unsigned cnt : 4;               /* c: the fencing counter (a reborn hash starts above every token issued) */
+unsigned birth : 4;             /* b: the token at which the hash was (re)created */
+unsigned hid : 4;               /* hold id, 0 when not held */
+unsigned htok : 4;              /* the hold's token */
+unsigned hn : 2;                /* its entry count */
+unsigned hents : 12;            /* its entry ids (@<entry>) */
+bool hgr;                       /* founded by a grant (its PTTL is the rest of the ticket lease) */
 
 #define QMAX 4
-byte q[QMAX];               /* the queue of tickets, head first */
-byte qdl[QMAX];             /* each ticket's deadline, server clock */
-byte qn;
+typedef Ticket {
+  unsigned ticket : 4;          /* the ticket (the waiter's hold id) */
+  unsigned dl : TIMEBITS        /* its deadline, server clock */
+}
+Ticket q[QMAX];                 /* the queue, head first */
+unsigned qn : 3;
 
-unsigned tomb : 12;         /* FIX_TOMBSTONE: ids of entries released (kept for the counter retention) */
-byte tombexp;               /* ... until this instant */
-
-byte gmsg[NC];              /* a grant announcement on its way to client i: the token */
-byte gmh[NC];               /* ... and the hold (ticket) it grants */
+unsigned tomb : 12;             /* FIX_TOMBSTONE: ids of entries released (kept for the counter retention) */
+unsigned tombexp : TIMEBITS;    /* ... until this instant */
 
 inline expire() {
   if
@@ -63,30 +67,30 @@ inline expire() {
 inline qpop() {
   j = 0;
   do
-  :: j + 1 < qn -> q[j] = q[j + 1]; qdl[j] = qdl[j + 1]; j++
+  :: j + 1 < qn -> q[j].ticket = q[j + 1].ticket; q[j].dl = q[j + 1].dl; j++
   :: else -> break
   od;
-  qn--; q[qn] = 0; qdl[qn] = 0
+  qn--; q[qn].ticket = 0; q[qn].dl = 0
 }
 
 /* lapsed tickets leave from the head */
 inline prune() {
   do
-  :: qn > 0 && qdl[0] <= now -> qpop()
+  :: qn > 0 && q[0].dl <= now -> qpop()
   :: else -> break
   od
 }
 
 /* queue ticket t, or refresh its deadline */
-inline enqueue(t) {
+inline enqueue(et) {
   j = 0;
   do
-  :: j < qn && q[j] != t -> j++
+  :: j < qn && q[j].ticket != et -> j++
   :: else -> break
   od;
   if
-  :: j < qn -> qdl[j] = now + L
-  :: else -> assert(qn < QMAX); q[qn] = t; qdl[qn] = now + L; qn++
+  :: j < qn -> q[j].dl = now + L
+  :: else -> assert(qn < QMAX); q[qn].ticket = et; q[qn].dl = now + L; qn++
   fi
 }
 
@@ -103,10 +107,10 @@ inline grant() {
   prune();
   if
   :: qn > 0 ->
-     x = q[0];
-     found(x, qdl[0] - now, true);
+     x = q[0].ticket;
+     found(x, q[0].dl - now, true);
      qpop();
-     gmsg[OWNER(x)] = htok; gmh[OWNER(x)] = x;
+     cl[OWNER(x)].gmsg = htok; cl[OWNER(x)].gmh = x;
      printf("t=%d redis: granted to ticket %d of c%d (token %d, pttl %d)\n", now, x, OWNER(x), htok, hexp - now)
   :: else
   fi
@@ -123,11 +127,11 @@ inline s_attempt(kk) {
 #endif
      pend[kk].rv = htok
   :: hid != 0 && !(hents & BIT(pend[kk].e)) ->
-     enqueue(pend[kk].e); pend[kk].rc = QUEUED
+     enqueue(pend[kk].e); pend[kk].rc = QUEUED; pend[kk].rv = cnt
   :: hid == 0 ->
      prune();
      if
-     :: qn > 0 && q[0] != pend[kk].e -> enqueue(pend[kk].e); pend[kk].rc = QUEUED
+     :: qn > 0 && q[0].ticket != pend[kk].e -> enqueue(pend[kk].e); pend[kk].rc = QUEUED; pend[kk].rv = cnt
      :: else ->
         if :: qn > 0 -> qpop() :: else fi;
         found(pend[kk].e, pend[kk].ttl, false);
@@ -170,7 +174,7 @@ inline s_release(i, kk) {
      :: hn == 0 ->
         x = OWNER(hid);
         if
-        :: hold[x] == hid && (ent1[x] == IN || ent2[x] == IN) -> bad_free = true
+        :: cl[x].hold == hid && (cl[x].ent1 == IN || cl[x].ent2 == IN) -> bad_free = true
         :: else
         fi;
         printf("t=%d redis: hold %d (token %d) released\n", now, hid, htok);
@@ -195,11 +199,11 @@ inline s_refresh(kk) {
   :: else ->
      j = 0;
      do
-     :: j < qn && q[j] != pend[kk].e -> j++
+     :: j < qn && q[j].ticket != pend[kk].e -> j++
      :: else -> break
      od;
      if
-     :: j < qn && qdl[j] > now -> qdl[j] = now + L; pend[kk].rc = QUEUED
+     :: j < qn && q[j].dl > now -> q[j].dl = now + L; pend[kk].rc = QUEUED; pend[kk].rv = cnt
      :: else -> pend[kk].rc = GONE             /* lapsed (pruned later) or never queued */
      fi
   fi
@@ -226,14 +230,14 @@ inline run_script(i, kk) {
 
 /* the acquisition is over: forget its fields (fewer states; replies for it are ignored) */
 inline idle(i) {
-  phase[i] = IDLE; tok[i] = 0; vu[i] = 0; ttlc[i] = 0; lost[i] = false; qs[i] = 0; renewing[i] = false
+  cl[i].phase = IDLE; cl[i].tok = 0; cl[i].vu = 0; cl[i].ttlc = 0; cl[i].lost = false; cl[i].qs = 0; cl[i].qc = 0; cl[i].renewing = false
 }
 
 /* no entry in hand or asked for any more: the validity and the token are of no further use */
 inline unheld(i) {
   if
-  :: ent1[i] != IN && ent1[i] != ASKED && ent2[i] != IN && ent2[i] != ASKED ->
-     tok[i] = 0; vu[i] = 0; ttlc[i] = 0; lost[i] = false; renewing[i] = false
+  :: cl[i].ent1 != IN && cl[i].ent1 != ASKED && cl[i].ent2 != IN && cl[i].ent2 != ASKED ->
+     cl[i].tok = 0; cl[i].vu = 0; cl[i].ttlc = 0; cl[i].lost = false; cl[i].renewing = false
   :: else
   fi
 }
@@ -241,8 +245,16 @@ inline unheld(i) {
 /* no entry left in hand or on the wire: the acquisition is over */
 inline settle(i) {
   if
-  :: phase[i] == HOLDING && ent1[i] != IN && ent1[i] != OUT && ent2[i] != IN && ent2[i] != OUT && ent2[i] != ASKED ->
+  :: cl[i].phase == HOLDING && cl[i].ent1 != IN && cl[i].ent1 != OUT && cl[i].ent2 != IN && cl[i].ent2 != OUT && cl[i].ent2 != ASKED ->
      idle(i)
+  :: else
+  fi
+}
+
+/* a "queued" reply: the newest one (by send instant) counts, with the counter it reports */
+inline queued(i) {
+  if
+  :: rsent >= cl[i].qs -> cl[i].qs = rsent; cl[i].qc = rrv
   :: else
   fi
 }
@@ -250,15 +262,19 @@ inline settle(i) {
 /* the grant is ours: valid from the send instant of the last "queued" reply plus the ticket lease */
 inline granted(i, t) {
   if
-  :: phase[i] == WAITING && ent1[i] == ASKED ->
+  :: cl[i].phase == WAITING && cl[i].ent1 == ASKED ->
      if
-     :: qs[i] != 0 && LC(i) < qs[i] + L - D ->
-        phase[i] = HOLDING; ent1[i] = IN; tok[i] = t; vu[i] = qs[i] + L - D; ttlc[i] = TTL; qs[i] = 0;
-        printf("t=%d c%d: granted, token %d, valid until %d\n", now, i, t, vu[i])
+#ifdef FIX_GRANT_ORDER
+     :: cl[i].qs != 0 && LC(i) < cl[i].qs + L - D && cl[i].qc < t ->
+#else
+     :: cl[i].qs != 0 && LC(i) < cl[i].qs + L - D ->
+#endif
+        cl[i].phase = HOLDING; cl[i].ent1 = IN; cl[i].tok = t; cl[i].vu = cl[i].qs + L - D; cl[i].ttlc = TTL; cl[i].qs = 0; cl[i].qc = 0;
+        printf("t=%d c%d: granted, token %d, valid until %d\n", now, i, t, cl[i].vu)
      :: else ->
         /* too late to be valid (or no "queued" reply to count from): give it back, stop waiting */
-        ent1[i] = DONE;
-        if :: np[i] < MAXPEND -> send(i, RELEASE, hold[i], hold[i], t, 0, 0, false) :: else fi;
+        cl[i].ent1 = DONE;
+        if :: cl[i].np < MAXPEND -> send(i, RELEASE, cl[i].hold, cl[i].hold, t, 0, 0, false) :: else fi;
         idle(i)
      fi
   :: else
@@ -269,48 +285,48 @@ inline on_reply(i) {
   if
   :: rop == ATTEMPT ->
      if
-     :: rrc == ACQUIRED && rh == hold[i] && phase[i] == WAITING && ent1[i] == ASKED ->
-        phase[i] = HOLDING; ent1[i] = IN; tok[i] = rrv; ttlc[i] = TTL; qs[i] = 0; confirm(i)
-     :: rrc == ACQUIRED && rh == hold[i] && phase[i] == HOLDING && rrv == tok[i] ->
+     :: rrc == ACQUIRED && rh == cl[i].hold && cl[i].phase == WAITING && cl[i].ent1 == ASKED ->
+        cl[i].phase = HOLDING; cl[i].ent1 = IN; cl[i].tok = rrv; cl[i].ttlc = TTL; cl[i].qs = 0; cl[i].qc = 0; confirm(i)
+     :: rrc == ACQUIRED && rh == cl[i].hold && cl[i].phase == HOLDING && rrv == cl[i].tok ->
         confirm(i)                       /* an attempt that met the hold its ticket was granted */
-     :: rrc == ACQUIRED && (rh != hold[i] || phase[i] == IDLE) ->
+     :: rrc == ACQUIRED && (rh != cl[i].hold || cl[i].phase == IDLE) ->
         /* it took the lock after we stopped waiting: give it back */
-        if :: np[i] < MAXPEND -> send(i, RELEASE, rh, re, rrv, 0, 0, false) :: else fi
-     :: rrc == QUEUED && rh == hold[i] && phase[i] == WAITING -> qs[i] = MAX(qs[i], rsent)
-     :: rrc == GRANTED && rh == hold[i] -> granted(i, rrv)
+        if :: cl[i].np < MAXPEND -> send(i, RELEASE, rh, re, rrv, 0, 0, false) :: else fi
+     :: rrc == QUEUED && rh == cl[i].hold && cl[i].phase == WAITING -> queued(i)
+     :: rrc == GRANTED && rh == cl[i].hold -> granted(i, rrv)
      :: else
      fi
   :: rop == REFRESH ->
      if
-     :: rrc == QUEUED && rh == hold[i] && phase[i] == WAITING -> qs[i] = MAX(qs[i], rsent)
-     :: rrc == GRANTED && rh == hold[i] -> granted(i, rrv)
+     :: rrc == QUEUED && rh == cl[i].hold && cl[i].phase == WAITING -> queued(i)
+     :: rrc == GRANTED && rh == cl[i].hold -> granted(i, rrv)
      :: else
      fi
   :: rop == REENTER ->
      if
-     :: rh == hold[i] && ent2[i] == ASKED && rrc == REENTERED ->
-        ent2[i] = IN;
+     :: rh == cl[i].hold && cl[i].ent2 == ASKED && rrc == REENTERED ->
+        cl[i].ent2 = IN;
 #ifndef FIX_REENTRY
         confirm(i)
 #endif
-     :: rh == hold[i] && ent2[i] == ASKED && rrc == NOTHELD -> ent2[i] = DONE; lost[i] = true; settle(i)
+     :: rh == cl[i].hold && cl[i].ent2 == ASKED && rrc == NOTHELD -> cl[i].ent2 = DONE; cl[i].lost = true; settle(i)
      :: else
      fi
   :: rop == RENEW || rop == EXTEND ->
      if
-     :: rh == hold[i] && phase[i] == HOLDING ->
-        if :: rop == RENEW -> renewing[i] = false :: else fi;
+     :: rh == cl[i].hold && cl[i].phase == HOLDING ->
+        if :: rop == RENEW -> cl[i].renewing = false :: else fi;
         if
-        :: rrc == HELD -> confirm(i); if :: rop == EXTEND && !lost[i] -> ttlc[i] = rttl :: else fi
-        :: else -> lost[i] = true
+        :: rrc == HELD -> confirm(i); if :: rop == EXTEND && !cl[i].lost -> cl[i].ttlc = rttl :: else fi
+        :: else -> cl[i].lost = true
         fi
      :: else
      fi
   :: rop == RELEASE ->
      if :: (rrc == GONE || rrc == TAKEN) && rok -> bad_lost = true :: else fi;
      if
-     :: rh == hold[i] && re == hold[i] && ent1[i] == OUT -> ent1[i] = DONE; settle(i)
-     :: rh == hold[i] && re != hold[i] && ent2[i] == OUT -> ent2[i] = DONE; settle(i)
+     :: rh == cl[i].hold && re == cl[i].hold && cl[i].ent1 == OUT -> cl[i].ent1 = DONE; settle(i)
+     :: rh == cl[i].hold && re != cl[i].hold && cl[i].ent2 == OUT -> cl[i].ent2 = DONE; settle(i)
      :: else
      fi
   :: rop == WRITE -> skip
@@ -320,10 +336,10 @@ inline on_reply(i) {
 /* a release of one entry: no network call if the hold is known lost or its validity ran out
    (LockLostError) */
 #define RELEASE_ENTRY(ent, eid, when) \
-  :: d_step { ent[_pid] == IN && when && (lost[_pid] || LC(_pid) >= vu[_pid] || np[_pid] < MAXPEND) -> \
+  :: d_step { cl[_pid].ent == IN && when && (cl[_pid].lost || LC(_pid) >= cl[_pid].vu || cl[_pid].np < MAXPEND) -> \
        if \
-       :: lost[_pid] || LC(_pid) >= vu[_pid] -> ent[_pid] = DONE \
-       :: else -> ent[_pid] = OUT; send(_pid, RELEASE, hold[_pid], eid, tok[_pid], 0, 0, false) \
+       :: cl[_pid].lost || LC(_pid) >= cl[_pid].vu -> cl[_pid].ent = DONE \
+       :: else -> cl[_pid].ent = OUT; send(_pid, RELEASE, cl[_pid].hold, eid, cl[_pid].tok, 0, 0, false) \
        fi; \
        unheld(_pid); settle(_pid) }
 
@@ -332,66 +348,66 @@ active [NC] proctype Client() {
   do
   /* acquire: one new id for the hold, its first entry and its ticket */
   :: d_step {
-       phase[_pid] == IDLE && acq[_pid] < ACQS && np[_pid] < MAXPEND ->
-       hold[_pid] = ID(_pid, acq[_pid]); acq[_pid]++;
-       phase[_pid] = WAITING; ent1[_pid] = ASKED; ent2[_pid] = NO; tok[_pid] = 0; vu[_pid] = 0;
-       lost[_pid] = false; qs[_pid] = 0; renewing[_pid] = false; ttlc[_pid] = TTL;
-       send(_pid, ATTEMPT, hold[_pid], hold[_pid], 0, TTL, 0, true)
+       cl[_pid].phase == IDLE && cl[_pid].acq < BUDGET(ACQS, _pid) && cl[_pid].np < MAXPEND ->
+       cl[_pid].hold = ID(_pid, cl[_pid].acq); cl[_pid].acq++;
+       cl[_pid].phase = WAITING; cl[_pid].ent1 = ASKED; cl[_pid].ent2 = NO; cl[_pid].tok = 0; cl[_pid].vu = 0;
+       cl[_pid].lost = false; cl[_pid].qs = 0; cl[_pid].qc = 0; cl[_pid].renewing = false; cl[_pid].ttlc = TTL;
+       send(_pid, ATTEMPT, cl[_pid].hold, cl[_pid].hold, 0, TTL, 0, true)
      }
   /* a waiter attempts again (its wait is capped by the holder's PTTL; one attempt at a time),
      or the keepalive refreshes its ticket */
   :: d_step {
-       phase[_pid] == WAITING && !ON_WIRE(_pid, ATTEMPT) && nretry[_pid] < BUDGET(RETRIES, _pid) && np[_pid] < MAXPEND ->
-       nretry[_pid]++; send(_pid, ATTEMPT, hold[_pid], hold[_pid], 0, TTL, 0, true)
+       cl[_pid].phase == WAITING && !ON_WIRE(_pid, ATTEMPT) && cl[_pid].nretry < BUDGET(RETRIES, _pid) && cl[_pid].np < MAXPEND ->
+       cl[_pid].nretry++; send(_pid, ATTEMPT, cl[_pid].hold, cl[_pid].hold, 0, TTL, 0, true)
      }
   :: d_step {
-       phase[_pid] == WAITING && nretry[_pid] < BUDGET(RETRIES, _pid) && np[_pid] < MAXPEND ->
-       nretry[_pid]++; send(_pid, REFRESH, hold[_pid], hold[_pid], 0, 0, 0, false)
+       cl[_pid].phase == WAITING && cl[_pid].nretry < BUDGET(RETRIES, _pid) && cl[_pid].np < MAXPEND ->
+       cl[_pid].nretry++; send(_pid, REFRESH, cl[_pid].hold, cl[_pid].hold, 0, 0, 0, false)
      }
   /* the grant's announcement arrives, or pub/sub loses it */
-  :: d_step { gmsg[_pid] != 0 -> if :: gmh[_pid] == hold[_pid] -> granted(_pid, gmsg[_pid]) :: else fi; gmsg[_pid] = 0; gmh[_pid] = 0 }
-  :: d_step { gmsg[_pid] != 0 -> gmsg[_pid] = 0; gmh[_pid] = 0 }
+  :: d_step { cl[_pid].gmsg != 0 -> if :: cl[_pid].gmh == cl[_pid].hold -> granted(_pid, cl[_pid].gmsg) :: else fi; cl[_pid].gmsg = 0; cl[_pid].gmh = 0 }
+  :: d_step { cl[_pid].gmsg != 0 -> cl[_pid].gmsg = 0; cl[_pid].gmh = 0 }
   /* the watchdog renews with the hold's ttl */
   :: d_step {
-       phase[_pid] == HOLDING && (ent1[_pid] == IN || ent2[_pid] == IN) && !lost[_pid] && LC(_pid) < vu[_pid] &&
-       !renewing[_pid] &&
-       nren[_pid] < BUDGET(RENEWALS, _pid) && np[_pid] < MAXPEND ->
-       nren[_pid]++; renewing[_pid] = true;
+       cl[_pid].phase == HOLDING && (cl[_pid].ent1 == IN || cl[_pid].ent2 == IN) && !cl[_pid].lost && LC(_pid) < cl[_pid].vu &&
+       !cl[_pid].renewing &&
+       cl[_pid].nren < BUDGET(RENEWALS, _pid) && cl[_pid].np < MAXPEND ->
+       cl[_pid].nren++; cl[_pid].renewing = true;
 #ifdef FIX_SHORTEN
-       vu[_pid] = MIN(vu[_pid], LC(_pid) + ttlc[_pid] - D);
+       cl[_pid].vu = MIN(cl[_pid].vu, LC(_pid) + cl[_pid].ttlc - D);
 #endif
-       send(_pid, RENEW, hold[_pid], 0, tok[_pid], ttlc[_pid], 0, true)
+       send(_pid, RENEW, cl[_pid].hold, 0, cl[_pid].tok, cl[_pid].ttlc, 0, true)
      }
   /* lease.extend(EXT), racing the watchdog */
   :: d_step {
-       phase[_pid] == HOLDING && (ent1[_pid] == IN || ent2[_pid] == IN) && !lost[_pid] && LC(_pid) < vu[_pid] &&
-       nxt[_pid] < BUDGET(EXTENDS, _pid) && np[_pid] < MAXPEND ->
-       nxt[_pid]++;
+       cl[_pid].phase == HOLDING && (cl[_pid].ent1 == IN || cl[_pid].ent2 == IN) && !cl[_pid].lost && LC(_pid) < cl[_pid].vu &&
+       cl[_pid].nxt < BUDGET(EXTENDS, _pid) && cl[_pid].np < MAXPEND ->
+       cl[_pid].nxt++;
 #ifdef FIX_SHORTEN
-       vu[_pid] = MIN(vu[_pid], LC(_pid) + EXT - D);
+       cl[_pid].vu = MIN(cl[_pid].vu, LC(_pid) + EXT - D);
 #endif
-       send(_pid, EXTEND, hold[_pid], 0, tok[_pid], EXT, 0, true)
+       send(_pid, EXTEND, cl[_pid].hold, 0, cl[_pid].tok, EXT, 0, true)
      }
   /* a nested withLock re-enters with the hold id it inherits */
   :: d_step {
-       phase[_pid] == HOLDING && ent1[_pid] == IN && ent2[_pid] == NO && !lost[_pid] && LC(_pid) < vu[_pid] &&
-       nre[_pid] < BUDGET(REENTRIES, _pid) &&
-       np[_pid] < MAXPEND ->
-       nre[_pid]++; ent2[_pid] = ASKED;
+       cl[_pid].phase == HOLDING && cl[_pid].ent1 == IN && cl[_pid].ent2 == NO && !cl[_pid].lost && LC(_pid) < cl[_pid].vu &&
+       cl[_pid].nre < BUDGET(REENTRIES, _pid) &&
+       cl[_pid].np < MAXPEND ->
+       cl[_pid].nre++; cl[_pid].ent2 = ASKED;
 #ifdef FIX_REENTRY
-       send(_pid, REENTER, hold[_pid], REID(_pid, acq[_pid] - 1), 0, ttlc[_pid], 0, false)
+       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), 0, cl[_pid].ttlc, 0, false)
 #else
-       send(_pid, REENTER, hold[_pid], REID(_pid, acq[_pid] - 1), 0, ttlc[_pid], 0, true)
+       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), 0, cl[_pid].ttlc, 0, true)
 #endif
      }
   /* releases: the nested section ends before the outer one (withLock awaits it) */
-  RELEASE_ENTRY(ent2, REID(_pid, acq[_pid] - 1), true)
-  RELEASE_ENTRY(ent1, hold[_pid], (ent2[_pid] == NO || ent2[_pid] == DONE))
+  RELEASE_ENTRY(ent2, REID(_pid, cl[_pid].acq - 1), true)
+  RELEASE_ENTRY(ent1, cl[_pid].hold, (cl[_pid].ent2 == NO || cl[_pid].ent2 == DONE))
   /* a fenced write from the critical section; it may reach the guard long after (a write under
      way when the process was paused), when the lease ran out or the lock was released */
   :: d_step {
-       (ent1[_pid] == IN || ent2[_pid] == IN) && nwr[_pid] < BUDGET(WRITES, _pid) && np[_pid] < MAXPEND ->
-       send(_pid, WRITE, hold[_pid], hold[_pid], tok[_pid], 0, nwr[_pid], false); nwr[_pid]++
+       (cl[_pid].ent1 == IN || cl[_pid].ent2 == IN) && cl[_pid].nwr < BUDGET(WRITES, _pid) && cl[_pid].np < MAXPEND ->
+       send(_pid, WRITE, cl[_pid].hold, cl[_pid].hold, cl[_pid].tok, 0, cl[_pid].nwr, false); cl[_pid].nwr++
      }
   od
 }

@@ -12,11 +12,11 @@
 #define me (_pid - NC)
 
 #ifdef NONFIFO
-#define RUNNABLE(b) (b < np[me] && !CMD(me, b).ran)
-#define ANSWERED(b) (b < np[me] && CMD(me, b).ran)
+#define RUNNABLE(b) (b < cl[me].np && !CMD(me, b).ran)
+#define ANSWERED(b) (b < cl[me].np && CMD(me, b).ran)
 #else
-#define RUNNABLE(b) (b < np[me] && !CMD(me, b).ran && (b == 0 || CMD(me, (b) - 1).ran))
-#define ANSWERED(b) (b == 0 && np[me] > 0 && CMD(me, 0).ran)
+#define RUNNABLE(b) (b < cl[me].np && !CMD(me, b).ran && (b == 0 || CMD(me, (b) - 1).ran))
+#define ANSWERED(b) (b == 0 && cl[me].np > 0 && CMD(me, 0).ran)
 #endif
 
 #define RUN(b) :: d_step { RUNNABLE(b) -> run_script(me, me * MAXPEND + (b)); \
@@ -34,9 +34,9 @@ active [NC] proctype Connection() {
   REPLY(2)
 #endif
   :: d_step {
-       drops < DROPS && np[me] > 0 && (CMD(me, 0).ran || CMD(me, 1).ran || CMD(me, 2).ran) ->
+       drops < DROPS && cl[me].np > 0 && (CMD(me, 0).ran || CMD(me, 1).ran || CMD(me, 2).ran) ->
        drops++;
-       printf("t=%d c%d: connection dropped, %d command(s) resent\n", now, me, np[me]);
+       printf("t=%d c%d: connection dropped, %d command(s) resent\n", now, me, cl[me].np);
        CMD(me, 0).ran = false; CMD(me, 1).ran = false; CMD(me, 2).ran = false
      }
   od
@@ -49,15 +49,23 @@ active [NC] proctype Connection() {
  * the tick that reaches a key's expiry instant.
  */
 active proctype Clock() {
+  /* every instant and duration fits its field (see TIMEBITS); budgets fit theirs */
+  assert(H + SKEW + MAX(MAX(TTL, EXT), L) < FOREVER && RET < FOREVER && TTL < 8 && EXT < 8 && L < 8);
+  assert(SKEW < 4 && DROPS < 4 && ACQS < 3 && ACQS1 < 3 && NC <= 3);
+  assert(REENTRIES < 2 && REENTRIES1 < 2 && RENEWALS < 4 && RENEWALS1 < 4 && EXTENDS < 4 && EXTENDS1 < 4);
+  assert(RETRIES < 4 && RETRIES1 < 4 && WRITES < 4 && WRITES1 < 4);
   do
   :: d_step { now < H -> now++; expire() }
-  :: d_step { now < H && lag[0] < SKEW -> now++; lag[0]++; expire() }
+  :: d_step { now < H && cl[0].lag < SKEW -> now++; cl[0].lag++; expire(); printf("t=%d c0's clock stood still\n", now) }
 #if NC > 1
-  :: d_step { now < H && lag[1] < SKEW -> now++; lag[1]++; expire() }
-  :: d_step { now < H && lag[0] < SKEW && lag[1] < SKEW -> now++; lag[0]++; lag[1]++; expire() }
+  :: d_step { now < H && cl[1].lag < SKEW -> now++; cl[1].lag++; expire(); printf("t=%d c1's clock stood still\n", now) }
+  :: d_step {
+       now < H && cl[0].lag < SKEW && cl[1].lag < SKEW -> now++; cl[0].lag++; cl[1].lag++; expire();
+       printf("t=%d c0's and c1's clocks stood still\n", now)
+     }
 #endif
 #if NC > 2
-  :: d_step { now < H && lag[2] < SKEW -> now++; lag[2]++; expire() }
+  :: d_step { now < H && cl[2].lag < SKEW -> now++; cl[2].lag++; expire(); printf("t=%d c2's clock stood still\n", now) }
 #endif
   od
 }
@@ -75,7 +83,7 @@ active proctype Clock() {
 ltl exclusion { [] !TWO_BELIEVE }
 /* soundness of belief, per client (implies exclusion): a client that believes it holds the lock
    is the live hold in Redis */
-#define SOUND(i) (!BEL(i) || (hid == hold[i] && now < hexp))
+#define SOUND(i) (!BEL(i) || (hid == cl[i].hold && htok == cl[i].tok && now < hexp))
 #if NC > 2
 #define ALL_SOUND (SOUND(0) && SOUND(1) && SOUND(2))
 #elif NC > 1

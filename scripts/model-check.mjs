@@ -1,0 +1,263 @@
+// Checks the Promela models of the lock protocol (model/*.pml) with spin, exhaustively.
+//
+// Every check is one model, a set of #defines (what the clients may do, which assumption is
+// broken, which amendment is in), one property, and what must come out: "holds" (a complete
+// search finds no violation) or "fails" (spin finds a counterexample, replayed here as a story).
+// An expected failure that stops failing is an error too: the contrasts keep their teeth.
+//
+// Usage: node scripts/model-check.mjs [--only SUBSTRING] [--json] [--quiet] [--list]
+// Needs spin (Debian: apt-get install -y spin) and a C compiler. Exit 0: every check came out as
+// expected; 1: some did not; 2: spin or the compiler is missing.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const modelDir = new URL("../model/", import.meta.url).pathname;
+
+/** Every amendment the checks found necessary (see model/README.md). */
+const AMENDED = { FIX_GRANT_REPLY: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
+const without = (name) => Object.fromEntries(Object.entries(AMENDED).filter(([key]) => key !== name));
+
+const CHECKS = [
+  // The new protocol, with the amendments: everything must hold.
+  {
+    name: "new/reentry-and-release-replays", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, REENTRIES: 1, DROPS: 1 },
+    covers: "2 clients: acquire, nested re-entry, releases; one connection drop (every command resent)",
+  },
+  {
+    name: "new/renewal-and-extend-race", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, RENEWALS: 2, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0 },
+    covers: "2 clients: client 0 renews twice and extends to a longer ttl, racing; client 1 competes",
+  },
+  {
+    name: "new/one-client-everything", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, NC: 1, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, WRITES: 1, DROPS: 1 },
+    covers: "1 client: re-entry, 2 renewals, extend (longer), a fenced write, a drop; soundness of belief",
+  },
+  {
+    name: "new/one-client-shorter-extend", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, NC: 1, EXT: 2, REENTRIES: 1, RENEWALS: 3, EXTENDS: 1, WRITES: 1, DROPS: 2 },
+    covers: "1 client: as above, extend to a shorter ttl, 3 renewals, 2 drops",
+  },
+  {
+    name: "new/grant-handoff", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, RETRIES: 2, RETRIES1: 0 },
+    covers: "2 clients: the release grants to the queued one; it refreshes, attempts again, learns of the grant",
+  },
+  {
+    name: "new/fenced-writes-replayed", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, WRITES: 2, DROPS: 1 },
+    covers: "2 clients: 2 fenced writes each, late (paused holder) and replayed after a drop",
+  },
+  {
+    name: "new/clock-within-drift", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, SKEW: 1, RENEWALS: 1, RENEWALS1: 0 },
+    covers: "2 clients whose clocks lose up to the drift margin (1 tick) against the server's",
+  },
+  // The new protocol as docs/protocol.md words it: each amendment is needed.
+  {
+    name: "new-as-written/release-replay-after-successor-expired", model: "new-protocol.pml", property: "replay", expect: "fails",
+    defines: { ...without("FIX_TOMBSTONE"), DROPS: 1 },
+    covers: "a final release's replay finds the hash gone (it expired with the granted successor's hold): \"lost\"",
+  },
+  {
+    name: "new-as-written/extend-to-shorter-ttl", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...without("FIX_SHORTEN"), EXT: 2, RENEWALS: 1, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0 },
+    covers: "extend(shorter ttl) shortens the PTTL when it runs; the client keeps its longer validity until the reply",
+  },
+  {
+    name: "new-as-written/attempt-meets-its-grant", model: "new-protocol.pml", property: "sound", expect: "fails",
+    defines: { ...without("FIX_GRANT_REPLY"), RETRIES: 2, RETRIES1: 0 },
+    covers: "a waiter's attempt that finds its ticket granted answers \"acquired\": validity counted with the full ttl",
+  },
+  {
+    name: "new-as-written/reentry-confirms-validity", model: "new-protocol.pml", property: "sound", expect: "fails",
+    defines: { ...without("FIX_REENTRY"), NC: 1, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, DROPS: 1 },
+    covers: "a re-entry's replay changes nothing, an older renewal's replay after it shortens the PTTL",
+  },
+  // Assumptions broken: lease exclusion may fail (fenced exclusion still holds).
+  {
+    name: "new/clock-beyond-drift", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...AMENDED, SKEW: 2 },
+    covers: "a client clock that loses 2 ticks against the server (drift margin 1)",
+  },
+  {
+    name: "new/clock-beyond-drift-fenced", model: "new-protocol.pml", property: "fenced", expect: "holds",
+    defines: { ...AMENDED, SKEW: 2, WRITES: 1 },
+    covers: "the same clocks: the guard still refuses the stale holder's writes",
+  },
+  {
+    name: "new/commands-out-of-order", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...AMENDED, NONFIFO: 1, RENEWALS: 1, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0 },
+    covers: "Redis runs a connection's commands out of order (not FIFO)",
+  },
+  {
+    name: "new/replay-after-retention", model: "new-protocol.pml", property: "replay", expect: "fails",
+    defines: { ...AMENDED, NC: 1, RET: 1, DROPS: 1 },
+    covers: "a release replayed after the counter retention (here 1 tick) answers \"lost\"",
+  },
+  // The old protocol (src/scripts/*.lua, lease.ts, watchdog.ts): the known bugs.
+  {
+    name: "old/nested-release-replayed", model: "old-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { REENTRIES: 1, DROPS: 1, RETRIES: 2 },
+    covers: "a re-entered lock's nested release, resent after a drop, decrements twice and frees the lock",
+  },
+  {
+    name: "old/extend-racing-renewal", model: "old-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { RENEWALS: 2, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0, RETRIES: 2 },
+    covers: "a renewal sent before extend's reply is confirmed with the extended (current) ttl, not the one it sent",
+  },
+  {
+    name: "old/final-release-replayed", model: "old-protocol.pml", property: "replay", expect: "fails",
+    defines: { NC: 1, DROPS: 1 },
+    covers: "a release resent after a drop finds the hash deleted: a successful release answered \"lost\"",
+  },
+  {
+    name: "old/guard-write-replayed", model: "old-protocol.pml", property: "fenced", expect: "fails",
+    defines: { NC: 1, WRITES: 1, DROPS: 1 },
+    covers: "a fenced write resent after a drop is applied twice",
+  },
+  {
+    name: "old/without-replays-or-extend", model: "old-protocol.pml", property: "all", expect: "holds",
+    defines: { REENTRIES: 1, RENEWALS: 2, RETRIES: 2, RENEWALS1: 0, REENTRIES1: 0 },
+    covers: "control: with no drop and no extend the old protocol keeps its promises",
+  },
+];
+
+const INSTALL_HINT = "spin (the model checker) is not installed. On Debian or Ubuntu: apt-get install -y spin " +
+  "(also needs gcc: apt-get install -y gcc). .ci/run installs it when missing.";
+
+function tool(command, args, options = {}) {
+  return spawnSync(command, args, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, ...options });
+}
+
+/** Which tools are missing, as a message; undefined when spin and a C compiler are there. */
+export function missingTools() {
+  const spin = tool("spin", ["-V"]);
+  if (spin.error || spin.status !== 0) return INSTALL_HINT;
+  const cc = tool("gcc", ["--version"]);
+  if (cc.error || cc.status !== 0) return "gcc is not installed (spin's verifier is C): apt-get install -y gcc";
+  return undefined;
+}
+
+const number = (text, pattern) => {
+  const match = pattern.exec(text);
+  return match ? Number(match[1]) : undefined;
+};
+
+/** Replays a counterexample: the printf lines of the model, in order, and the final state of interest. */
+function story(dir, check, defineArgs) {
+  const replay = tool("spin", ["-t", "-g", ...defineArgs, check.model], { cwd: dir });
+  const lines = replay.stdout.split("\n");
+  const steps = lines.map((line) => line.trim()).filter((line) => /^t=\d+ /.test(line));
+  // With -g spin prints the globals after every step; the last value of each is the final state.
+  const last = new Map();
+  for (const line of lines) {
+    const match = /^\s+([\w.[\]]+) = (-?\d+)$/.exec(line);
+    if (match) last.set(match[1], Number(match[2]));
+  }
+  const clients = Number(check.defines.NC ?? 2);
+  const state = [];
+  state.push(`t=${last.get("now")}: Redis hold ${last.get("hid") || "none"}` +
+    (last.get("hid") ? ` (token ${last.get("htok")}, expires at ${last.get("hexp")})` : ""));
+  for (let i = 0; i < clients; i++) {
+    const field = (name) => last.get(`cl[${i}].${name}`) ?? 0;
+    const inHand = field("ent1") === 2 || field("ent2") === 2;
+    const clock = (last.get("now") ?? 0) + Number(check.defines.SKEW ?? 0) - field("lag");
+    state.push(`c${i}: ` + (inHand
+      ? `holds hold ${field("hold")} (token ${field("tok")}), valid until ${field("vu")} on its clock, which reads ${clock}`
+      : "no entry in hand"));
+  }
+  const flags = ["bad_fence", "bad_once", "bad_free", "bad_lost"].filter((flag) => last.get(flag) === 1);
+  if (flags.length > 0) state.push(`ghost flags raised: ${flags.join(", ")}`);
+  return { steps, state };
+}
+
+/** Runs one check in a directory of its own; returns what came out. */
+export function runCheck(check) {
+  const dir = mkdtempSync(join(tmpdir(), "surelock-model-"));
+  const startedAt = performance.now();
+  try {
+    for (const file of readdirSync(modelDir).filter((f) => f.endsWith(".pml"))) {
+      copyFileSync(join(modelDir, file), join(dir, file));
+    }
+    const defineArgs = Object.entries(check.defines).map(([key, value]) => `-D${key}=${value}`);
+    const generate = tool("spin", ["-a", ...defineArgs, check.model], { cwd: dir });
+    if (generate.status !== 0) throw new Error(`spin -a failed:\n${generate.stdout}${generate.stderr}`);
+    // Safety properties only; compressed state storage; a memory cap so that a check that grew
+    // too big stops ("search not completed", which counts as not holding) instead of swapping.
+    const compile = tool("gcc", ["-O1", "-DSAFETY", "-DCOLLAPSE", "-DMEMLIM=2048", "-w", "-o", "pan", "pan.c"], { cwd: dir });
+    if (compile.status !== 0) throw new Error(`gcc failed:\n${compile.stderr}`);
+    const pan = tool(join(dir, "pan"), ["-m100000", "-N", check.property], { cwd: dir });
+    const out = pan.stdout + pan.stderr;
+    const errors = number(out, /errors: (\d+)/);
+    if (errors === undefined) throw new Error(`pan gave no verdict:\n${out}`);
+    const complete = !/Search not completed|reached -DMEMLIM bound|max search depth too small/.test(out);
+    const result = {
+      name: check.name,
+      model: check.model,
+      property: check.property,
+      defines: check.defines,
+      covers: check.covers,
+      expect: check.expect,
+      outcome: errors > 0 ? "fails" : complete ? "holds" : "incomplete",
+      states: number(out, /(\d+) states, stored/),
+      transitions: number(out, /(\d+) transitions/),
+      depth: number(out, /depth reached (\d+)/),
+      stateVectorBytes: number(out, /State-vector (\d+) byte/),
+      panSeconds: number(out, /elapsed time ([\d.e+]+) seconds/),
+      seconds: 0,
+      counterexample: undefined,
+    };
+    if (errors > 0) result.counterexample = story(dir, check, defineArgs);
+    result.seconds = Math.round((performance.now() - startedAt) / 10) / 100;
+    return result;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  const json = args.includes("--json");
+  const quiet = args.includes("--quiet");
+  const onlyAt = args.indexOf("--only");
+  const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined;
+  const checks = CHECKS.filter((check) => only === undefined || check.name.includes(only));
+  if (args.includes("--list")) {
+    for (const check of checks) console.log(`${check.name}: ${check.property} ${check.expect} — ${check.covers}`);
+    return 0;
+  }
+  const missing = missingTools();
+  if (missing) {
+    console.error(missing);
+    return 2;
+  }
+  if (checks.length === 0) {
+    console.error(`no check matches ${only}`);
+    return 1;
+  }
+  const results = [];
+  for (const check of checks) {
+    const result = runCheck(check);
+    results.push(result);
+    if (json) continue;
+    const ok = result.outcome === result.expect;
+    const verdict = result.outcome === "fails" ? "fails" : result.outcome === "holds" ? "holds" : "search incomplete";
+    console.log(`${ok ? "ok  " : "FAIL"} ${check.name}: ${check.property} ${verdict}` +
+      `${ok ? (check.expect === "fails" ? " (as expected)" : "") : `, expected ${check.expect}`}` +
+      ` — ${result.states} states, depth ${result.depth}, ${result.seconds} s`);
+    if (result.counterexample && !quiet) {
+      for (const step of result.counterexample.steps) console.log(`       ${step}`);
+      for (const line of result.counterexample.state) console.log(`       => ${line}`);
+    }
+  }
+  const failed = results.filter((result) => result.outcome !== result.expect).length;
+  if (json) console.log(JSON.stringify(results, null, 2));
+  else console.log(`model: ${results.length - failed} passed, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+if (process.argv[1] && new URL(import.meta.url).pathname === process.argv[1]) process.exitCode = main();
