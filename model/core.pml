@@ -201,6 +201,28 @@ bool bad_once;              /* a write applied twice */
 bool bad_free;              /* a release freed a hold whose owner still has an entry in hand */
 bool bad_lost;              /* a release that succeeded was answered "lost" */
 
+/* Witnesses: with -DWITNESS=<events>, the ghost events below are recorded and the property
+   "witness" claims they never all happen; a check that must hold runs it too, and it must fail:
+   proof that the check's runs do reach the situation it is about (it is not vacuous). */
+#define W_NONFINAL_REPLAY 1     /* a non-final release ran again (resent) */
+#define W_FINAL_REPLAY 2        /* a final release ran again and found its hold gone */
+#define W_REENTRY_REPLAY 4      /* a re-entry ran again */
+#define W_RACE 8                /* an extend and a renewal of one hold were on the wire together */
+#define W_GRANT_TAKEN 16        /* a waiter took a grant (believes it holds) */
+#define W_REQUEUED 32           /* a ticket was queued again after its grant's hold ended */
+#define W_SECOND_HOLD 64        /* a second hold was founded (the lock changed hands) */
+#define W_THIRD_HOLD 128        /* a third one */
+#define W_STALE_REFUSED 256     /* the guard refused a write with a lower token */
+#define W_WRITE_REPLAY 512      /* the guard recognised a replayed write */
+#define W_SKEWED 1024           /* a client's clock fell SKEW ticks behind */
+#ifdef WITNESS
+unsigned seen : 11;
+unsigned wgranted : 12;         /* tickets that were granted */
+#define SEEN(b) seen = seen | (b)
+#else
+#define SEEN(b) skip
+#endif
+
 /* scratch for atomic steps (not part of the state) */
 hidden byte k, j, x;
 hidden mtype rop, rrc;
@@ -282,11 +304,11 @@ inline confirm(i) {
    one compares tokens only. */
 inline guard_write(i, kk) {
   if
-  :: pend[kk].tok < gseen -> pend[kk].rc = REFUSED
+  :: pend[kk].tok < gseen -> pend[kk].rc = REFUSED; SEEN(W_STALE_REFUSED)
 #ifndef OLD_GUARD
   :: pend[kk].tok == gseen && pend[kk].e == gwho && pend[kk].seq <= gseq ->
      /* a replay: the last write answers its recorded reply, an older one is refused; neither is applied */
-     pend[kk].rc = (pend[kk].seq == gseq -> APPLIED : REFUSED)
+     pend[kk].rc = (pend[kk].seq == gseq -> APPLIED : REFUSED); SEEN(W_WRITE_REPLAY)
 #endif
   :: else ->
      if
@@ -308,5 +330,7 @@ inline guard_write(i, kk) {
 /* A new token was issued: tokens must strictly increase (fenced exclusion). */
 inline issued(t) {
   if :: t <= gissued -> bad_fence = true :: else fi;
+  if :: t >= 2 -> SEEN(W_SECOND_HOLD) :: else fi;
+  if :: t >= 3 -> SEEN(W_THIRD_HOLD) :: else fi;
   gissued = t
 }

@@ -83,6 +83,9 @@ inline prune() {
 
 /* queue ticket t, or refresh its deadline */
 inline enqueue(et) {
+#ifdef WITNESS
+  if :: wgranted & BIT(et) -> SEEN(W_REQUEUED) :: else fi;
+#endif
   j = 0;
   do
   :: j < qn && q[j].ticket != et -> j++
@@ -111,6 +114,9 @@ inline grant() {
      found(x, q[0].dl - now, true);
      qpop();
      cl[OWNER(x)].gmsg = htok; cl[OWNER(x)].gmh = x;
+#ifdef WITNESS
+     wgranted = wgranted | BIT(x);
+#endif
      printf("t=%d redis: granted to ticket %d of c%d (token %d, pttl %d)\n", now, x, OWNER(x), htok, hexp - now)
   :: else
   fi
@@ -147,7 +153,7 @@ inline s_reenter(kk) {
      if
      :: !(hents & BIT(pend[kk].e)) ->
         hents = hents | BIT(pend[kk].e); hn++; hexp = MAX(hexp, now + pend[kk].ttl)
-     :: else   /* a replay */
+     :: else -> SEEN(W_REENTRY_REPLAY)        /* a replay */
      fi;
      pend[kk].rc = REENTERED; pend[kk].rv = htok
   :: else -> pend[kk].rc = NOTHELD
@@ -184,9 +190,11 @@ inline s_release(i, kk) {
      :: else -> pend[kk].rc = DECREMENTED
      fi
   :: hid == pend[kk].h && !(hents & BIT(pend[kk].e)) ->
-     pend[kk].rc = DECREMENTED                 /* replay of a non-final release */
+     pend[kk].rc = DECREMENTED;                /* replay of a non-final release */
+     SEEN(W_NONFINAL_REPLAY)
   :: hid != pend[kk].h && ((hash && birth <= pend[kk].tok) || (tomb & BIT(pend[kk].e))) ->
-     pend[kk].rc = RELEASED                    /* hold gone from a hash alive since its token */
+     pend[kk].rc = RELEASED;                   /* hold gone from a hash alive since its token */
+     if :: pend[kk].once -> SEEN(W_FINAL_REPLAY) :: else fi
   :: else -> pend[kk].rc = GONE
   fi;
   if :: !pend[kk].once -> pend[kk].ok = (pend[kk].rc != GONE) :: else fi
@@ -270,7 +278,7 @@ inline granted(i, t) {
      :: cl[i].qs != 0 && LC(i) < cl[i].qs + L - D ->
 #endif
         cl[i].phase = HOLDING; cl[i].ent1 = IN; cl[i].tok = t; cl[i].vu = cl[i].qs + L - D; cl[i].ttlc = TTL; cl[i].qs = 0; cl[i].qc = 0;
-        printf("t=%d c%d: granted, token %d, valid until %d\n", now, i, t, cl[i].vu)
+        printf("t=%d c%d: granted, token %d, valid until %d\n", now, i, t, cl[i].vu); SEEN(W_GRANT_TAKEN)
      :: else ->
         /* too late to be valid (or no "queued" reply to count from): give it back, stop waiting */
         cl[i].ent1 = DONE;
@@ -376,6 +384,7 @@ active [NC] proctype Client() {
 #ifdef FIX_SHORTEN
        cl[_pid].vu = MIN(cl[_pid].vu, LC(_pid) + cl[_pid].ttlc - D);
 #endif
+       if :: ON_WIRE(_pid, EXTEND) -> SEEN(W_RACE) :: else fi;
        send(_pid, RENEW, cl[_pid].hold, 0, cl[_pid].tok, cl[_pid].ttlc, 0, true)
      }
   /* lease.extend(EXT), racing the watchdog */
@@ -386,6 +395,7 @@ active [NC] proctype Client() {
 #ifdef FIX_SHORTEN
        cl[_pid].vu = MIN(cl[_pid].vu, LC(_pid) + EXT - D);
 #endif
+       if :: ON_WIRE(_pid, RENEW) -> SEEN(W_RACE) :: else fi;
        send(_pid, EXTEND, cl[_pid].hold, 0, cl[_pid].tok, EXT, 0, true)
      }
   /* a nested withLock re-enters with the hold id it inherits */

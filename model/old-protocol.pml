@@ -50,7 +50,9 @@ inline s_release(kk) {
   if
   :: hid == 0 -> pend[kk].rc = GONE
   :: hid != 0 && (hid != pend[kk].h || htok != pend[kk].tok) -> pend[kk].rc = TAKEN
-  :: hid == pend[kk].h && htok == pend[kk].tok && hn > 1 -> hn--; pend[kk].rc = DECREMENTED
+  :: hid == pend[kk].h && htok == pend[kk].tok && hn > 1 ->
+     hn--; pend[kk].rc = DECREMENTED;
+     if :: pend[kk].once -> SEEN(W_NONFINAL_REPLAY) :: else fi
   :: hid == pend[kk].h && htok == pend[kk].tok && hn <= 1 ->
      x = OWNER(hid);
      if
@@ -203,13 +205,16 @@ active [NC] proctype Client() {
        cl[_pid].phase == HOLDING && (cl[_pid].ent1 == IN || cl[_pid].ent2 == IN) && !cl[_pid].lost && LC(_pid) < cl[_pid].vu &&
        !cl[_pid].renewing && cl[_pid].nren < BUDGET(RENEWALS, _pid) && cl[_pid].np < MAXPEND ->
        cl[_pid].nren++; cl[_pid].renewing = true;
+       if :: ON_WIRE(_pid, EXTEND) -> SEEN(W_RACE) :: else fi;
        send(_pid, RENEW, cl[_pid].hold, 0, cl[_pid].tok, cl[_pid].ttlc, 0, false)
      }
   /* lease.extend(EXT) */
   :: d_step {
        cl[_pid].phase == HOLDING && (cl[_pid].ent1 == IN || cl[_pid].ent2 == IN) && !cl[_pid].lost && LC(_pid) < cl[_pid].vu &&
        cl[_pid].nxt < BUDGET(EXTENDS, _pid) && cl[_pid].np < MAXPEND ->
-       cl[_pid].nxt++; send(_pid, EXTEND, cl[_pid].hold, 0, cl[_pid].tok, EXT, 0, false)
+       cl[_pid].nxt++;
+       if :: ON_WIRE(_pid, RENEW) -> SEEN(W_RACE) :: else fi;
+       send(_pid, EXTEND, cl[_pid].hold, 0, cl[_pid].tok, EXT, 0, false)
      }
   /* a nested withLock re-enters under the owner its flow inherits */
   :: d_step {

@@ -16,45 +16,64 @@ import { join } from "node:path";
 const modelDir = new URL("../model/", import.meta.url).pathname;
 
 /** Every amendment the checks found necessary (see model/README.md). */
-const AMENDED = { FIX_GRANT_REPLY: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
+const AMENDED = { FIX_GRANT_REPLY: 1, FIX_GRANT_ORDER: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
 const without = (name) => Object.fromEntries(Object.entries(AMENDED).filter(([key]) => key !== name));
 
-const CHECKS = [
-  // The new protocol, with the amendments: everything must hold.
+export const CHECKS = [
+  // The new protocol with the amendments: everything must hold.
   {
     name: "new/reentry-and-release-replays", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, REENTRIES: 1, DROPS: 1 },
-    covers: "2 clients: acquire, nested re-entry, releases; one connection drop (every command resent)",
+    covers: "2 clients: acquire, nested re-entry, releases, queue and grant; one connection drop (commands resent)",
+    witness: [["W_NONFINAL_REPLAY", "W_SECOND_HOLD"], ["W_FINAL_REPLAY", "W_SECOND_HOLD"]],
   },
   {
     name: "new/renewal-and-extend-race", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, RENEWALS: 2, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0 },
     covers: "2 clients: client 0 renews twice and extends to a longer ttl, racing; client 1 competes",
+    witness: [["W_RACE", "W_SECOND_HOLD"]],
   },
   {
     name: "new/one-client-everything", model: "new-protocol.pml", property: "all", expect: "holds",
-    defines: { ...AMENDED, NC: 1, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, WRITES: 1, DROPS: 1 },
-    covers: "1 client: re-entry, 2 renewals, extend (longer), a fenced write, a drop; soundness of belief",
+    defines: { ...AMENDED, NC: 1, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, DROPS: 1 },
+    covers: "1 client: re-entry, 2 renewals, extend to a longer ttl, a drop (soundness of belief)",
+    witness: [["W_RACE", "W_REENTRY_REPLAY"]],
   },
   {
     name: "new/one-client-shorter-extend", model: "new-protocol.pml", property: "all", expect: "holds",
-    defines: { ...AMENDED, NC: 1, EXT: 2, REENTRIES: 1, RENEWALS: 3, EXTENDS: 1, WRITES: 1, DROPS: 2 },
-    covers: "1 client: as above, extend to a shorter ttl, 3 renewals, 2 drops",
+    defines: { ...AMENDED, NC: 1, EXT: 2, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, WRITES: 1, DROPS: 2 },
+    covers: "1 client: re-entry, 2 renewals, extend to a shorter ttl, a fenced write, 2 drops",
+    witness: [["W_RACE", "W_REENTRY_REPLAY", "W_WRITE_REPLAY"]],
   },
   {
     name: "new/grant-handoff", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, RETRIES: 2, RETRIES1: 0 },
-    covers: "2 clients: the release grants to the queued one; it refreshes, attempts again, learns of the grant",
+    covers: "2 clients: the release grants to the queued one, which refreshes, attempts again, hears of the grant late or never",
+    witness: [["W_GRANT_TAKEN"]],
+  },
+  {
+    name: "new/grant-whose-hold-expired", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, ACQS1: 2, RETRIES: 1, RETRIES1: 0 },
+    covers: "2 clients, client 1 acquires twice: a grant expires before its waiter hears of it, the waiter queues again",
+    witness: [["W_REQUEUED", "W_THIRD_HOLD"]],
+  },
+  {
+    name: "new/three-clients", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, NC: 3 },
+    covers: "3 clients: a queue of two, grants handed down the queue, lapsed tickets pruned",
+    witness: [["W_GRANT_TAKEN", "W_THIRD_HOLD"]],
   },
   {
     name: "new/fenced-writes-replayed", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, WRITES: 2, DROPS: 1 },
-    covers: "2 clients: 2 fenced writes each, late (paused holder) and replayed after a drop",
+    covers: "2 clients: 2 fenced writes each, arriving late (a paused holder) and replayed after a drop",
+    witness: [["W_FINAL_REPLAY", "W_STALE_REFUSED", "W_WRITE_REPLAY"]],
   },
   {
     name: "new/clock-within-drift", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, SKEW: 1, RENEWALS: 1, RENEWALS1: 0 },
     covers: "2 clients whose clocks lose up to the drift margin (1 tick) against the server's",
+    witness: [["W_SKEWED", "W_SECOND_HOLD"]],
   },
   // The new protocol as docs/protocol.md words it: each amendment is needed.
   {
@@ -68,30 +87,36 @@ const CHECKS = [
     covers: "extend(shorter ttl) shortens the PTTL when it runs; the client keeps its longer validity until the reply",
   },
   {
-    name: "new-as-written/attempt-meets-its-grant", model: "new-protocol.pml", property: "sound", expect: "fails",
-    defines: { ...without("FIX_GRANT_REPLY"), RETRIES: 2, RETRIES1: 0 },
+    name: "new-as-written/attempt-meets-its-grant", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...without("FIX_GRANT_REPLY"), ACQS1: 2, RETRIES: 2, RETRIES1: 0 },
     covers: "a waiter's attempt that finds its ticket granted answers \"acquired\": validity counted with the full ttl",
+  },
+  {
+    name: "new-as-written/stale-grant-counted-from-later-queued", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...without("FIX_GRANT_ORDER"), ACQS1: 2, RETRIES: 1, RETRIES1: 0 },
+    covers: "a grant announced late is counted from a \"queued\" reply that ran after the grant's hold expired",
   },
   {
     name: "new-as-written/reentry-confirms-validity", model: "new-protocol.pml", property: "sound", expect: "fails",
     defines: { ...without("FIX_REENTRY"), NC: 1, REENTRIES: 1, RENEWALS: 2, EXTENDS: 1, DROPS: 1 },
-    covers: "a re-entry's replay changes nothing, an older renewal's replay after it shortens the PTTL",
+    covers: "a re-entry's replay changes nothing; an older renewal's replay after it shortens the PTTL",
   },
   // Assumptions broken: lease exclusion may fail (fenced exclusion still holds).
   {
     name: "new/clock-beyond-drift", model: "new-protocol.pml", property: "exclusion", expect: "fails",
     defines: { ...AMENDED, SKEW: 2 },
-    covers: "a client clock that loses 2 ticks against the server (drift margin 1)",
+    covers: "a client clock that loses 2 ticks against the server's (drift margin 1)",
   },
   {
     name: "new/clock-beyond-drift-fenced", model: "new-protocol.pml", property: "fenced", expect: "holds",
     defines: { ...AMENDED, SKEW: 2, WRITES: 1 },
-    covers: "the same clocks: the guard still refuses the stale holder's writes",
+    covers: "the same clocks: the guard still refuses the stale holder's writes, and applies each write once",
+    witness: [["W_SKEWED", "W_STALE_REFUSED"]],
   },
   {
     name: "new/commands-out-of-order", model: "new-protocol.pml", property: "exclusion", expect: "fails",
     defines: { ...AMENDED, NONFIFO: 1, RENEWALS: 1, EXTENDS: 1, RENEWALS1: 0, EXTENDS1: 0 },
-    covers: "Redis runs a connection's commands out of order (not FIFO)",
+    covers: "Redis runs a connection's commands out of order (not FIFO), and replies come back out of order",
   },
   {
     name: "new/replay-after-retention", model: "new-protocol.pml", property: "replay", expect: "fails",
@@ -123,6 +148,7 @@ const CHECKS = [
     name: "old/without-replays-or-extend", model: "old-protocol.pml", property: "all", expect: "holds",
     defines: { REENTRIES: 1, RENEWALS: 2, RETRIES: 2, RENEWALS1: 0, REENTRIES1: 0 },
     covers: "control: with no drop and no extend the old protocol keeps its promises",
+    witness: [["W_SECOND_HOLD"]],
   },
 ];
 
@@ -175,6 +201,29 @@ function story(dir, check, defineArgs) {
   return { steps, state };
 }
 
+/** Compiles the model with spin and gcc in dir; returns the path of the verifier. */
+function build(dir, check, defineArgs) {
+  const generate = tool("spin", ["-a", ...defineArgs, check.model], { cwd: dir });
+  if (generate.status !== 0) throw new Error(`spin -a failed:\n${generate.stdout}${generate.stderr}`);
+  // Safety properties only; a memory cap so that a check that grew too big stops ("search not
+  // completed", which counts as not holding) instead of swapping.
+  const compile = tool("gcc", ["-O1", "-DSAFETY", "-DMEMLIM=2048", "-w", "-o", "pan", "pan.c"], { cwd: dir });
+  if (compile.status !== 0) throw new Error(`gcc failed:\n${compile.stderr}`);
+  return join(dir, "pan");
+}
+
+/**
+ * A check that holds could hold because its runs never reach what it is about. For each of its
+ * witness sets, the events (core.pml) must all happen in some run: spin must refute "they never
+ * all happen" (the events' bits are distinct, so + is their union).
+ */
+function witness(dir, check, defineArgs, events) {
+  const pan = build(dir, check, [...defineArgs, `-DWITNESS=${events.join("+")}`]);
+  const run = tool(pan, ["-m100000", "-N", "witness"], { cwd: dir });
+  const out = run.stdout + run.stderr;
+  return { events, reached: (number(out, /errors: (\d+)/) ?? 0) > 0 };
+}
+
 /** Runs one check in a directory of its own; returns what came out. */
 export function runCheck(check) {
   const dir = mkdtempSync(join(tmpdir(), "surelock-model-"));
@@ -184,13 +233,7 @@ export function runCheck(check) {
       copyFileSync(join(modelDir, file), join(dir, file));
     }
     const defineArgs = Object.entries(check.defines).map(([key, value]) => `-D${key}=${value}`);
-    const generate = tool("spin", ["-a", ...defineArgs, check.model], { cwd: dir });
-    if (generate.status !== 0) throw new Error(`spin -a failed:\n${generate.stdout}${generate.stderr}`);
-    // Safety properties only; compressed state storage; a memory cap so that a check that grew
-    // too big stops ("search not completed", which counts as not holding) instead of swapping.
-    const compile = tool("gcc", ["-O1", "-DSAFETY", "-DCOLLAPSE", "-DMEMLIM=2048", "-w", "-o", "pan", "pan.c"], { cwd: dir });
-    if (compile.status !== 0) throw new Error(`gcc failed:\n${compile.stderr}`);
-    const pan = tool(join(dir, "pan"), ["-m100000", "-N", check.property], { cwd: dir });
+    const pan = tool(build(dir, check, defineArgs), ["-m100000", "-N", check.property], { cwd: dir });
     const out = pan.stdout + pan.stderr;
     const errors = number(out, /errors: (\d+)/);
     if (errors === undefined) throw new Error(`pan gave no verdict:\n${out}`);
@@ -210,13 +253,20 @@ export function runCheck(check) {
       panSeconds: number(out, /elapsed time ([\d.e+]+) seconds/),
       seconds: 0,
       counterexample: undefined,
+      witness: undefined,
     };
     if (errors > 0) result.counterexample = story(dir, check, defineArgs);
+    if (check.witness) result.witness = check.witness.map((events) => witness(dir, check, defineArgs, events));
     result.seconds = Math.round((performance.now() - startedAt) / 10) / 100;
     return result;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The check came out as it must: its outcome, and for a check that holds, its witness reached. */
+export function asExpected(result) {
+  return result.outcome === result.expect && (result.witness ?? []).every((w) => w.reached);
 }
 
 function main() {
@@ -244,17 +294,18 @@ function main() {
     const result = runCheck(check);
     results.push(result);
     if (json) continue;
-    const ok = result.outcome === result.expect;
+    const ok = asExpected(result);
     const verdict = result.outcome === "fails" ? "fails" : result.outcome === "holds" ? "holds" : "search incomplete";
     console.log(`${ok ? "ok  " : "FAIL"} ${check.name}: ${check.property} ${verdict}` +
       `${ok ? (check.expect === "fails" ? " (as expected)" : "") : `, expected ${check.expect}`}` +
-      ` — ${result.states} states, depth ${result.depth}, ${result.seconds} s`);
+      ` — ${result.states} states, depth ${result.depth}, ${result.seconds} s` +
+      (result.witness ?? []).map((w) => `; ${w.reached ? "reaches" : "NEVER REACHES"} ${w.events.join(" + ")}`).join(""));
     if (result.counterexample && !quiet) {
       for (const step of result.counterexample.steps) console.log(`       ${step}`);
       for (const line of result.counterexample.state) console.log(`       => ${line}`);
     }
   }
-  const failed = results.filter((result) => result.outcome !== result.expect).length;
+  const failed = results.filter((result) => !asExpected(result)).length;
   if (json) console.log(JSON.stringify(results, null, 2));
   else console.log(`model: ${results.length - failed} passed, ${failed} failed`);
   return failed === 0 ? 0 : 1;
