@@ -162,6 +162,7 @@ typedef ClientState {
   unsigned lost : 1;            /* Redis said the hold is gone */
   unsigned qs : TIMEBITS;       /* send instant of the last attempt/refresh whose reply said "queued" */
   unsigned qc : 4;              /* ... and the counter that reply reported (FIX_GRANT_ORDER) */
+  unsigned gb : 4;              /* the token of a grant it gave back (too late): never taken again */
   unsigned renewing : 1;        /* the watchdog's renewal is on the wire (one at a time) */
   unsigned np : 2;              /* commands on its connection */
   unsigned lag : 2;             /* how far its clock has fallen behind the server's */

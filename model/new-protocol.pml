@@ -26,6 +26,12 @@
  *                    only from a "queued" reply whose counter was below T (one that ran before the
  *                    grant): once a grant's hold expired, the waiter's next attempt queues the
  *                    same ticket again, and its "queued" reply ran after the grant
+ *   FIX_GIVEN_BACK   a waiter that gives a grant back (too late to be valid) and goes on waiting
+ *                    never takes that grant later (its refresh or attempt may still report it)
+ *   FIX_HOLD_TOKEN   renewal, extend, re-entry and release match the hold's token as well as its
+ *                    id: a waiter's ticket is the id of every hold it founds, so one id can name a
+ *                    grant that expired unnoticed and then a fresh hold, and a late command for
+ *                    the first (a grant given back) must not act on the second
  *   FIX_TOMBSTONE    every release leaves a tombstone (its entry id) in a key of its own that
  *                    lives for the counter retention, so that its replay answers as the first run
  *                    did even after the hash expired (with the hold, or with a successor's hold)
@@ -122,6 +128,13 @@ inline grant() {
   fi
 }
 
+/* the command addresses the live hold (by id; with FIX_HOLD_TOKEN by id and token) */
+#ifdef FIX_HOLD_TOKEN
+#define OURS(kk) (hid == pend[kk].h && htok == pend[kk].tok)
+#else
+#define OURS(kk) (hid == pend[kk].h)
+#endif
+
 /* acquire.lua: replay -> same answer; free and no live ticket ahead -> found a hold; else queue */
 inline s_attempt(kk) {
   if
@@ -149,7 +162,7 @@ inline s_attempt(kk) {
 /* acquire.lua, re-entry: only into that very hold; never a fresh acquisition */
 inline s_reenter(kk) {
   if
-  :: hid == pend[kk].h ->
+  :: OURS(kk) ->
      if
      :: !(hents & BIT(pend[kk].e)) ->
         hents = hents | BIT(pend[kk].e); hn++; hexp = MAX(hexp, now + pend[kk].ttl)
@@ -163,7 +176,7 @@ inline s_reenter(kk) {
 /* keepalive (renewal) and extend: set the hold's PTTL */
 inline s_pexpire(kk) {
   if
-  :: hid == pend[kk].h -> hexp = now + pend[kk].ttl; pend[kk].rc = HELD
+  :: OURS(kk) -> hexp = now + pend[kk].ttl; pend[kk].rc = HELD
   :: else -> pend[kk].rc = GONE
   fi
 }
@@ -171,7 +184,7 @@ inline s_pexpire(kk) {
 /* release.lua: one entry; the last one frees the hold (counter retention) and grants */
 inline s_release(i, kk) {
   if
-  :: hid == pend[kk].h && (hents & BIT(pend[kk].e)) ->
+  :: OURS(kk) && (hents & BIT(pend[kk].e)) ->
      hents = hents ^ BIT(pend[kk].e); hn--;
 #ifdef FIX_TOMBSTONE
      tomb = tomb | BIT(pend[kk].e); tombexp = RETAINED;
@@ -189,10 +202,10 @@ inline s_release(i, kk) {
         pend[kk].rc = RELEASED
      :: else -> pend[kk].rc = DECREMENTED
      fi
-  :: hid == pend[kk].h && !(hents & BIT(pend[kk].e)) ->
+  :: OURS(kk) && !(hents & BIT(pend[kk].e)) ->
      pend[kk].rc = DECREMENTED;                /* replay of a non-final release */
      SEEN(W_NONFINAL_REPLAY)
-  :: hid != pend[kk].h && ((hash && birth <= pend[kk].tok) || (tomb & BIT(pend[kk].e))) ->
+  :: !OURS(kk) && ((hash && birth <= pend[kk].tok) || (tomb & BIT(pend[kk].e))) ->
      pend[kk].rc = RELEASED;                   /* hold gone from a hash alive since its token */
      if :: pend[kk].once -> SEEN(W_FINAL_REPLAY) :: else fi
   :: else -> pend[kk].rc = GONE
@@ -238,7 +251,7 @@ inline run_script(i, kk) {
 
 /* the acquisition is over: forget its fields (fewer states; replies for it are ignored) */
 inline idle(i) {
-  cl[i].phase = IDLE; cl[i].tok = 0; cl[i].vu = 0; cl[i].ttlc = 0; cl[i].lost = false; cl[i].qs = 0; cl[i].qc = 0; cl[i].renewing = false
+  cl[i].phase = IDLE; cl[i].tok = 0; cl[i].vu = 0; cl[i].ttlc = 0; cl[i].lost = false; cl[i].qs = 0; cl[i].qc = 0; cl[i].renewing = false; cl[i].gb = 0
 }
 
 /* no entry in hand or asked for any more: the validity and the token are of no further use */
@@ -270,7 +283,7 @@ inline queued(i) {
 /* the grant is ours: valid from the send instant of the last "queued" reply plus the ticket lease */
 inline granted(i, t) {
   if
-  :: cl[i].phase == WAITING && cl[i].ent1 == ASKED ->
+  :: cl[i].phase == WAITING && cl[i].ent1 == ASKED && t != cl[i].gb ->
      if
 #ifdef FIX_GRANT_ORDER
      :: cl[i].qs != 0 && LC(i) < cl[i].qs + L - D && cl[i].qc < t ->
@@ -280,10 +293,13 @@ inline granted(i, t) {
         cl[i].phase = HOLDING; cl[i].ent1 = IN; cl[i].tok = t; cl[i].vu = cl[i].qs + L - D; cl[i].ttlc = TTL; cl[i].qs = 0; cl[i].qc = 0;
         printf("t=%d c%d: granted, token %d, valid until %d\n", now, i, t, cl[i].vu); SEEN(W_GRANT_TAKEN)
      :: else ->
-        /* too late to be valid (or no "queued" reply to count from): give it back, stop waiting */
-        cl[i].ent1 = DONE;
-        if :: cl[i].np < MAXPEND -> send(i, RELEASE, cl[i].hold, cl[i].hold, t, 0, 0, false) :: else fi;
-        idle(i)
+        /* too late to be valid (or no "queued" reply to count from): give it back at once, and
+           go on waiting with the same ticket, never to take that grant again */
+        printf("t=%d c%d: grant of token %d cannot be counted (too late, or no earlier \"queued\" reply): gives it back\n", now, i, t);
+#ifdef FIX_GIVEN_BACK
+        cl[i].gb = t;
+#endif
+        if :: cl[i].np < MAXPEND -> send(i, RELEASE, cl[i].hold, cl[i].hold, t, 0, 0, false) :: else fi
      fi
   :: else
   fi
@@ -359,7 +375,7 @@ active [NC] proctype Client() {
        cl[_pid].phase == IDLE && cl[_pid].acq < BUDGET(ACQS, _pid) && cl[_pid].np < MAXPEND ->
        cl[_pid].hold = ID(_pid, cl[_pid].acq); cl[_pid].acq++;
        cl[_pid].phase = WAITING; cl[_pid].ent1 = ASKED; cl[_pid].ent2 = NO; cl[_pid].tok = 0; cl[_pid].vu = 0;
-       cl[_pid].lost = false; cl[_pid].qs = 0; cl[_pid].qc = 0; cl[_pid].renewing = false; cl[_pid].ttlc = TTL;
+       cl[_pid].lost = false; cl[_pid].qs = 0; cl[_pid].qc = 0; cl[_pid].gb = 0; cl[_pid].renewing = false; cl[_pid].ttlc = TTL;
        send(_pid, ATTEMPT, cl[_pid].hold, cl[_pid].hold, 0, TTL, 0, true)
      }
   /* a waiter attempts again (its wait is capped by the holder's PTTL; one attempt at a time),
@@ -405,9 +421,9 @@ active [NC] proctype Client() {
        cl[_pid].np < MAXPEND ->
        cl[_pid].nre++; cl[_pid].ent2 = ASKED;
 #ifdef FIX_REENTRY
-       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), 0, cl[_pid].ttlc, 0, false)
+       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), cl[_pid].tok, cl[_pid].ttlc, 0, false)
 #else
-       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), 0, cl[_pid].ttlc, 0, true)
+       send(_pid, REENTER, cl[_pid].hold, REID(_pid, cl[_pid].acq - 1), cl[_pid].tok, cl[_pid].ttlc, 0, true)
 #endif
      }
   /* releases: the nested section ends before the outer one (withLock awaits it) */

@@ -16,7 +16,7 @@ import { join } from "node:path";
 const modelDir = new URL("../model/", import.meta.url).pathname;
 
 /** Every amendment the checks found necessary (see model/README.md). */
-const AMENDED = { FIX_GRANT_REPLY: 1, FIX_GRANT_ORDER: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
+const AMENDED = { FIX_GRANT_REPLY: 1, FIX_GRANT_ORDER: 1, FIX_GIVEN_BACK: 1, FIX_HOLD_TOKEN: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
 const without = (name) => Object.fromEntries(Object.entries(AMENDED).filter(([key]) => key !== name));
 
 export const CHECKS = [
@@ -58,6 +58,12 @@ export const CHECKS = [
     witness: [["W_REQUEUED", "W_THIRD_HOLD"]],
   },
   {
+    name: "new/grant-ticket-lease-above-ttl", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, L: 5, RETRIES: 2, RETRIES1: 0 },
+    covers: "as grant-handoff, with a ticket lease longer than the ttl (a ttl below 60 ms)",
+    witness: [["W_GRANT_TAKEN"]],
+  },
+  {
     name: "new/three-clients", model: "new-protocol.pml", property: "all", expect: "holds",
     defines: { ...AMENDED, NC: 3 },
     covers: "3 clients: a queue of two, grants handed down the queue, lapsed tickets pruned",
@@ -95,6 +101,16 @@ export const CHECKS = [
     name: "new-as-written/stale-grant-counted-from-later-queued", model: "new-protocol.pml", property: "exclusion", expect: "fails",
     defines: { ...without("FIX_GRANT_ORDER"), ACQS1: 2, RETRIES: 1, RETRIES1: 0 },
     covers: "a grant announced late is counted from a \"queued\" reply that ran after the grant's hold expired",
+  },
+  {
+    name: "new-as-written/grant-given-back-then-taken", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...without("FIX_GIVEN_BACK"), ACQS1: 2, RETRIES: 2, RETRIES1: 0 },
+    covers: "a waiter gives back a grant it cannot count yet, then takes it when its refresh reports it",
+  },
+  {
+    name: "new-as-written/ticket-reused-as-hold-id", model: "new-protocol.pml", property: "sound", expect: "fails",
+    defines: { ...without("FIX_HOLD_TOKEN"), RETRIES: 2, RETRIES1: 0 },
+    covers: "a grant expires unnoticed, the waiter founds a fresh hold with the same id; giving the grant back frees it",
   },
   {
     name: "new-as-written/reentry-confirms-validity", model: "new-protocol.pml", property: "sound", expect: "fails",
