@@ -48,12 +48,21 @@ active [NC] proctype Connection() {
  * step while ticks happen: every interleaving is explored, so every pause is. Expiry happens at
  * the tick that reaches a key's expiry instant.
  */
+/* every instant and duration fits its field (see TIMEBITS), every budget fits its own */
+#if TTL >= 8 || EXT >= 8 || L >= 8 || H + SKEW + 8 >= FOREVER || RET >= FOREVER
+#error "a duration or the horizon is too large for the model's fields"
+#endif
+#if SKEW > 3 || DROPS > 3 || ACQS > 2 || ACQS1 > 2 || NC < 1 || NC > 3
+#error "SKEW, DROPS, ACQS or NC out of the model's range"
+#endif
+#if REENTRIES > 1 || REENTRIES1 > 1 || RENEWALS > 3 || RENEWALS1 > 3 || EXTENDS > 3 || EXTENDS1 > 3
+#error "a budget is out of the model's range"
+#endif
+#if RETRIES > 3 || RETRIES1 > 3 || WRITES > 3 || WRITES1 > 3
+#error "a budget is out of the model's range"
+#endif
+
 active proctype Clock() {
-  /* every instant and duration fits its field (see TIMEBITS); budgets fit theirs */
-  assert(H + SKEW + MAX(MAX(TTL, EXT), L) < FOREVER && RET < FOREVER && TTL < 8 && EXT < 8 && L < 8);
-  assert(SKEW < 4 && DROPS < 4 && ACQS < 3 && ACQS1 < 3 && NC <= 3);
-  assert(REENTRIES < 2 && REENTRIES1 < 2 && RENEWALS < 4 && RENEWALS1 < 4 && EXTENDS < 4 && EXTENDS1 < 4);
-  assert(RETRIES < 4 && RETRIES1 < 4 && WRITES < 4 && WRITES1 < 4);
   do
   :: d_step { now < H -> now++; expire() }
   :: d_step { now < H && cl[0].lag < SKEW -> now++; cl[0].lag++; expire(); if :: cl[0].lag == SKEW -> SEEN(W_SKEWED) :: else fi; printf("t=%d c0's clock stood still\n", now) }

@@ -214,7 +214,10 @@ function story(dir, check, defineArgs) {
   }
   const flags = ["bad_fence", "bad_once", "bad_free", "bad_lost"].filter((flag) => last.get(flag) === 1);
   if (flags.length > 0) state.push(`ghost flags raised: ${flags.join(", ")}`);
-  return { steps, state };
+  // Where the trail ends: in the never claim (the property) or at an assert of the model itself.
+  const error = /^spin: (\S+):(\d+), Error: (.*)$/m.exec(replay.stdout + replay.stderr);
+  const violation = error ? { file: error[1], line: Number(error[2]), message: error[3] } : undefined;
+  return { steps, state, violation };
 }
 
 // The checks share the machine with the rest of the test suite, whose fault tests are sensitive
@@ -273,6 +276,7 @@ export function runCheck(check) {
       covers: check.covers,
       expect: check.expect,
       outcome: errors > 0 ? "fails" : complete ? "holds" : "incomplete",
+      problem: undefined,
       states: number(out, /(\d+) states, stored/),
       transitions: number(out, /(\d+) transitions/),
       depth: number(out, /depth reached (\d+)/),
@@ -282,7 +286,16 @@ export function runCheck(check) {
       counterexample: undefined,
       witness: undefined,
     };
-    if (errors > 0) result.counterexample = story(dir, check, defineArgs);
+    if (errors > 0) {
+      result.counterexample = story(dir, check, defineArgs);
+      // Only the claim's violation is the property failing; an assert of the model failing
+      // means the model (or a check's parameters) is wrong, which never counts as expected.
+      const where = result.counterexample.violation;
+      if (where?.file !== "_spin_nvr.tmp") {
+        result.outcome = "model-error";
+        result.problem = where ? `${where.file}:${where.line}: ${where.message}` : "no violation found in the trail";
+      }
+    }
     if (check.witness) result.witness = check.witness.map((events) => witness(dir, check, defineArgs, events));
     result.seconds = Math.round((performance.now() - startedAt) / 10) / 100;
     return result;
@@ -322,11 +335,12 @@ function main() {
     results.push(result);
     if (json) continue;
     const ok = asExpected(result);
-    const verdict = result.outcome === "fails" ? "fails" : result.outcome === "holds" ? "holds" : "search incomplete";
+    const verdict = { fails: "fails", holds: "holds", incomplete: "search incomplete", "model-error": "model error" }[result.outcome];
     console.log(`${ok ? "ok  " : "FAIL"} ${check.name}: ${check.property} ${verdict}` +
       `${ok ? (check.expect === "fails" ? " (as expected)" : "") : `, expected ${check.expect}`}` +
       ` — ${result.states} states, depth ${result.depth}, ${result.seconds} s` +
       (result.witness ?? []).map((w) => `; ${w.reached ? "reaches" : "NEVER REACHES"} ${w.events.join(" + ")}`).join(""));
+    if (result.problem) console.log(`       ${result.problem}`);
     if (result.counterexample && !quiet) {
       for (const step of result.counterexample.steps) console.log(`       ${step}`);
       for (const line of result.counterexample.state) console.log(`       => ${line}`);

@@ -17,7 +17,7 @@ interface CheckResult {
   readonly model: string;
   readonly property: string;
   readonly expect: "holds" | "fails";
-  readonly outcome: "holds" | "fails" | "incomplete";
+  readonly outcome: "holds" | "fails" | "incomplete" | "model-error";
   readonly states: number;
   readonly seconds: number;
   readonly witness?: readonly Witness[];
