@@ -4,13 +4,14 @@
  * tag, so all parts of one lock live in one Cluster slot and one script can touch them.
  */
 
-/** A mutex: its lock hash, its queue, and its wake-up channel. */
+/** A mutex: its lock hash, its queue, the tombstones of its released entries, its wake-up channel. */
 export interface ExclusiveKeys {
   /** The user's key, as given. */
   readonly key: string;
   readonly lock: string;
   readonly queue: string;
   readonly tickets: string;
+  readonly released: string;
   readonly channel: string;
 }
 
@@ -37,7 +38,9 @@ export class KeySpace {
 
   exclusive(key: string): ExclusiveKeys {
     const base = `${this.prefix}:{${key}}`;
-    return { key, lock: `${base}:lock`, queue: `${base}:queue`, tickets: `${base}:tickets`, channel: `${base}:wake` };
+    return {
+      key, lock: `${base}:lock`, queue: `${base}:queue`, tickets: `${base}:tickets`, released: `${base}:released`, channel: `${base}:wake`,
+    };
   }
 
   shared(key: string, kind: SharedKind): SharedKeys {

@@ -53,7 +53,9 @@ export class Runtime implements LeaseRuntime {
     this.defaultTtlMs = o.defaultTtlMs;
     this.callBoundMs = o.callBoundMs;
     this.keepalive = new Keepalive(o.store, o.clock);
-    this.waiting = new WaitingRoom({ store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs });
+    this.waiting = new WaitingRoom({
+      store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(),
+    });
     this.#wakeups = new Wakeups(() => o.store.subscribers(), this.waiting, o.clock, o.closeMs);
     this.waiting.listen(this.#wakeups);
   }

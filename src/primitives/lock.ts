@@ -187,14 +187,14 @@ export abstract class Lock implements Lockable {
           if (result.status === "gone") section?.lease._hold.lose("expired", "found when re-entering");
           throw refusal(this.key, result);
         }
-        got = { ref: result.ref, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
+        got = { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
       }
       // An answer so late that the lease is already unsafe (a paused process): give it back, try again.
       if (reentry.kind !== "fresh" || got.sentAt + got.pttlMs - driftMs(got.pttlMs) > rt.clock.now()) break;
       await rt.store.abandon(call);
     }
     const leaseHold = rt.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined);
-    const lease = Lease._create(leaseHold, call.entry, rt);
+    const lease = Lease._create(leaseHold, got.entry, rt);
     publish("acquire", () => ({
       key: this.key, fencingToken: lease.fencingToken, reentered: got.entered, waitedMs: rt.clock.now() - startedAt, attempts: got.attempts,
     }));

@@ -91,13 +91,13 @@ export class QuorumStore implements Store {
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
       }
       await this.#undo(votes, call);
-      if (decision.outcome === "busy") return { status: "busy", waitMs: decision.waitMs, position: -1 };
+      if (decision.outcome === "busy") return { status: "busy", waitMs: decision.waitMs, position: -1, counter: 0n };
       if (decision.outcome === "gone") return { status: "gone" };
       if (decision.outcome === "conflict") return { status: "conflict", limit: decision.limit };
       const pauseMs = splitPauseMs(this.#clock.now() - startedAt);
       // A split vote: every contender undid its part; try again after a random pause (the caller
       // attempts again after `waitMs`), so that they do not collide again.
-      if ((decision.outcome === "split" || decision.outcome === "won") && call.join === "") return { status: "busy", waitMs: pauseMs, position: -1 };
+      if ((decision.outcome === "split" || decision.outcome === "won") && call.join === "") return { status: "busy", waitMs: pauseMs, position: -1, counter: 0n };
       if (round >= RETRIES || stop?.aborted) {
         throw new QuorumError(call.target.keys.key, call.join === "" ? "acquire" : "re-enter", outcomes(votes, this.#names,
           (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
@@ -136,7 +136,7 @@ export class QuorumStore implements Store {
       }
       // No node grants in quorum mode: the waiter is told when it may attempt.
       const turn = votes.some((v) => v.ok && typeof v.value[index] === "object" && (v.value[index] as { status: string }).status === "turn");
-      return turn ? { status: "turn" } : { status: "queued", position: -1 };
+      return turn ? { status: "turn" } : { status: "queued", position: -1, counter: 0n };
     });
   }
 

@@ -11,9 +11,9 @@
 -- flow's reads; a hold is founded only with no live ticket ahead of the caller's (nested reads
 -- excepted: their flow already holds the lock); an entry is recorded once, so a replayed call
 -- answers what the first run answered; every key keeps a PTTL covering its live holds.
--- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered; {0, wait ms, position}
--- busy (position -1: not queued); {-1} the hold to join is gone; {-2, limit} the semaphore is
--- stored with another limit.
+-- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered; {0, wait ms, position,
+-- counter} busy (position -1: not queued; counter: the lock's counter now); {-1} the hold to join
+-- is gone; {-2, limit} the semaphore is stored with another limit.
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
@@ -82,4 +82,4 @@ if first[2] and not head then waitMs = tonumber(first[2]) - nowMs() end
 local position = -1
 if leaseMs > 0 then position = stand(queue, tickets, hold, leaseMs, ttlMs, take, mode, owner) end
 touch(state, holders, entries, keepMs)
-return {0, waitMs, position}
+return {0, waitMs, position, tonumber(redis.call('HGET', state, 'c')) or 0}

@@ -8,7 +8,9 @@
 -- first run answered; a re-entry never founds a hold; a hold is founded only on a free lock with
 -- no live ticket ahead of the caller's; the hash never holds a hold without a PTTL.
 -- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered a live hold;
--- {0, wait ms, position} busy (position -1: not queued); {-1} the hold to re-enter is gone.
+-- {0, wait ms, position, counter} busy (position -1: not queued; counter: the lock's counter now,
+-- so a waiter can tell a grant made after this reply from one made before); {-1} the hold to
+-- re-enter is gone.
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
@@ -25,8 +27,9 @@ local function enter(id)
 end
 
 local function wait(ms)
-  if leaseMs == 0 then return {0, ms, -1} end
-  return {0, ms, stand(queue, tickets, hold, leaseMs, ttlMs, 1, 'x', owner)}
+  local c = tonumber(st[5]) or 0
+  if leaseMs == 0 then return {0, ms, -1, c} end
+  return {0, ms, stand(queue, tickets, hold, leaseMs, ttlMs, 1, 'x', owner), c}
 end
 
 if join ~= '' and join ~= '*' then

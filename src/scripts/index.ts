@@ -84,7 +84,8 @@ function text(script: string, reply: unknown, value: unknown): string {
 /** What an acquire attempt got. */
 export type AcquireReply =
   | { readonly status: "founded" | "entered"; readonly token: bigint; readonly hold: string; readonly pttlMs: number }
-  | { readonly status: "busy"; readonly waitMs: number; readonly position: number }
+  /** `counter`: the lock's fencing counter when the reply was made (a grant later has a larger token). */
+  | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
   | { readonly status: "gone" }
   | { readonly status: "conflict"; readonly limit: number };
 
@@ -100,7 +101,9 @@ function parseAcquire(script: string): (reply: unknown) => AcquireReply {
       };
     }
     // A PTTL of -1/-2 (no expiry / no key) only means "try again soon".
-    if (code === 0) return { status: "busy", waitMs: Math.max(0, int(script, reply, a)), position: int(script, reply, b) };
+    if (code === 0) {
+      return { status: "busy", waitMs: Math.max(0, int(script, reply, a)), position: int(script, reply, b), counter: BigInt(int(script, reply, c)) };
+    }
     if (code === -1) return { status: "gone" };
     if (code === -2) return { status: "conflict", limit: int(script, reply, a) };
     return unexpected(script, reply);
@@ -162,13 +165,13 @@ export function holdState(script: string, reply: unknown): HoldState {
 export type TicketState =
   | { readonly status: "granted"; readonly token: bigint; readonly pttlMs: number }
   | { readonly status: "turn" }
-  | { readonly status: "queued"; readonly position: number };
+  | { readonly status: "queued"; readonly position: number; readonly counter: bigint };
 
 export function ticketState(reply: unknown): TicketState {
   const [code, a, b] = coded("keepalive", reply);
   if (code === 1) return { status: "granted", token: BigInt(int("keepalive", reply, a)), pttlMs: int("keepalive", reply, b) };
   if (code === 2) return { status: "turn" };
-  if (code === 0) return { status: "queued", position: int("keepalive", reply, a) };
+  if (code === 0) return { status: "queued", position: int("keepalive", reply, a), counter: BigInt(int("keepalive", reply, b)) };
   return unexpected("keepalive", reply);
 }
 

@@ -11,7 +11,7 @@
 -- its place while refreshed (a lapsed one stands again at the back); nothing is ever founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position} waiting.
+-- {0, position, counter} waiting (counter: the lock's counter now).
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
@@ -48,13 +48,13 @@ while i <= #ARGV do
   elseif kind == 'q' then
     local lock, queue, tickets = key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-    local st = redis.call('HMGET', lock, 'h', 't')
+    local st = redis.call('HMGET', lock, 'h', 't', 'c')
     if st[1] == ticket then
       out[#out + 1] = {1, tonumber(st[2]), redis.call('PTTL', lock)}
     else
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
-      if position == 0 and not st[1] then out[#out + 1] = {2} else out[#out + 1] = {0, position} end
+      if position == 0 and not st[1] then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
     end
     i = i + 5
   else
@@ -69,7 +69,7 @@ while i <= #ARGV do
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, take, mode, owner)
       if position == 0 and fits(state, holders, mode, take, owner) then out[#out + 1] = {2}
-      else out[#out + 1] = {0, position} end
+      else out[#out + 1] = {0, position, tonumber(redis.call('HGET', state, 'c')) or 0} end
     end
     i = i + 7
   end

@@ -85,8 +85,11 @@ export class SingleStore implements Store {
     if (ref.target.family === "exclusive") {
       const k = ref.target.keys;
       reply = await this.endpoint.run(scripts.release.call(
-        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel },
-        { hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
+        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+        {
+          hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, window: this.#o.replayWindowMs,
+          grant: this.#grant, publish: this.endpoint.publish,
+        },
       ));
     } else {
       const k = ref.target.keys;

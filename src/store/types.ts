@@ -51,7 +51,7 @@ export interface HoldRef {
 export type AcquireResult =
   | { readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number }
   /** Wait: for a grant or a turn when queued (`position` ≥ 0); else attempt again after `waitMs`. */
-  | { readonly status: "busy"; readonly waitMs: number; readonly position: number }
+  | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
   | { readonly status: "gone" }
   | { readonly status: "conflict"; readonly limit: number };
 

@@ -19,8 +19,12 @@ export class Waiter implements TicketKeeper {
   readonly call: AcquireCall;
   readonly channel: string;
   dueAt: number;
-  /** Send instant of the latest attempt or refresh whose answer was "queued": it ran before any grant. */
-  lastQueuedAt: number | undefined;
+  /**
+   * The latest "queued" answers: when each was sent, and the lock's counter then. A grant of
+   * token T was made after every answer whose counter is below T: the latest such send instant
+   * bounds the grant's validity (the ticket was live from then on for its whole lease).
+   */
+  readonly #queuedAt: { sentAt: number; counter: bigint }[] = [];
   readonly #periodMs: number;
   readonly #events: WaitEvent[] = [];
   #wake: (() => void) | undefined;
@@ -36,9 +40,13 @@ export class Waiter implements TicketKeeper {
     return this.call.ask.hold;
   }
 
-  /** An attempt or refresh sent at `sentAt` found the ticket queued at `position` (-1: unknown). */
-  queued(sentAt: number, position: number, holderLeftMs: number): void {
-    this.lastQueuedAt = Math.max(this.lastQueuedAt ?? -Infinity, sentAt);
+  /**
+   * An attempt or refresh sent at `sentAt` found the ticket queued at `position` (-1: unknown),
+   * with the lock's counter at `counter`.
+   */
+  queued(sentAt: number, position: number, holderLeftMs: number, counter: bigint): void {
+    this.#queuedAt.push({ sentAt, counter });
+    if (this.#queuedAt.length > 16) this.#queuedAt.shift();
     this.dueAt = sentAt + this.#periodMs;
     // The head of the line looks again when the holder's lease would run out, in case it died.
     if (position === 0 && holderLeftMs > 0) this.dueAt = Math.min(this.dueAt, sentAt + holderLeftMs + 1);
@@ -68,12 +76,19 @@ export class Waiter implements TicketKeeper {
     });
   }
 
+  /** The send instant of the latest "queued" answer that ran before a grant of `token`, if any. */
+  queuedBefore(token: bigint): number | undefined {
+    let at: number | undefined;
+    for (const q of this.#queuedAt) if (q.counter < token && (at === undefined || q.sentAt > at)) at = q.sentAt;
+    return at;
+  }
+
   item(): KeepaliveItem {
     return { kind: "ticket", target: this.call.target, ask: this.call.ask };
   }
 
   refreshed(state: TicketState, sentAt: number): void {
-    if (state.status === "queued") this.queued(sentAt, state.position, 0);
+    if (state.status === "queued") this.queued(sentAt, state.position, 0, state.counter);
     else {
       this.dueAt = sentAt + this.#periodMs;
       this.push(state.status === "turn" ? { kind: "turn" } : { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt });

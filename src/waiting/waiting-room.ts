@@ -22,6 +22,8 @@ import type { Wakeups, WakeupHandler } from "./wakeups.js";
 /** A hold obtained, and what bounds its validity. */
 export interface Obtained {
   readonly ref: HoldRef;
+  /** The entry the lease stands for. */
+  readonly entry: string;
   readonly entered: boolean;
   /** Send instant of the request whose answer (or whose place in line) the validity rests on. */
   readonly sentAt: number;
@@ -54,7 +56,10 @@ export class WaitingRoom implements WakeupHandler {
   readonly #waiters = new Map<string, Waiter>();
   readonly #byChannel = new Map<string, Set<Waiter>>();
 
-  constructor(o: { store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number }) {
+  readonly #newId: () => string;
+
+  constructor(o: { store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number; newId: () => string }) {
+    this.#newId = o.newId;
     this.#store = o.store;
     this.#keepalive = o.keepalive;
     this.#clock = o.clock;
@@ -91,6 +96,8 @@ export class WaitingRoom implements WakeupHandler {
   async acquire(req: WaitRequest): Promise<Obtained> {
     const startedAt = this.#clock.now();
     const key = req.call.target.keys.key;
+    /** This wait's attempt: a new identity after a grant was given back. */
+    let call = req.call;
     // Only close() can end a wait with neither a timeout nor a signal: no interruption of its own.
     const own = (req.timeoutMs > 0 && req.timeoutMs < Infinity) || req.signal !== undefined
       ? new Interruption({
@@ -115,9 +122,9 @@ export class WaitingRoom implements WakeupHandler {
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
       if (listened) waiter = this.#enter(req);
-      const first = await this.#attempt(req.call, stop.signal);
+      const first = await this.#attempt(call, stop.signal);
       attempts++;
-      const got = this.#obtained(key, first.result, first.sentAt, attempts);
+      const got = this.#obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
@@ -134,9 +141,9 @@ export class WaitingRoom implements WakeupHandler {
       let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
-          const again = await this.#attempt(req.call, stop.signal);
+          const again = await this.#attempt(call, stop.signal);
           attempts++;
-          const obtained = this.#obtained(key, again.result, again.sentAt, attempts);
+          const obtained = this.#obtained(call, again.result, again.sentAt, attempts);
           if (obtained) {
             outcome = "acquired";
             return obtained;
@@ -150,8 +157,14 @@ export class WaitingRoom implements WakeupHandler {
           return granted;
         }
         if (granted) {
-          // Granted so late (this process was paused) that the hold is already unsafe: give it back.
-          await race(this.#store.abandon(req.call), stop.signal);
+          // Granted so late (this process was paused) that the hold is already unsafe: give it back,
+          // and wait on under a new identity, so that nothing said about the old one (a refresh
+          // reporting that grant, a late give-back) can be mistaken for the new one's.
+          await race(this.#store.abandon(call), stop.signal);
+          this.#leave(waiter);
+          const hold = this.#newId();
+          call = { ...call, ask: { ...call.ask, hold }, entry: hold };
+          waiter = this.#enter({ ...req, call });
         }
         attemptNow = true;
       }
@@ -162,7 +175,7 @@ export class WaitingRoom implements WakeupHandler {
       // listening — is given back: the ticket leaves the line, a hold founded for it is released.
       // (A single attempt that found the lock busy took nothing; a conflict took nothing either.)
       const tookNothing = (req.timeoutMs === 0 && error instanceof LockTimeoutError) || error instanceof ConflictError;
-      if (!tookNothing) this.#abandon(req.call);
+      if (!tookNothing) this.#abandon(call);
       throw error;
     } finally {
       stop.dispose();
@@ -203,24 +216,30 @@ export class WaitingRoom implements WakeupHandler {
   }
 
   /** The attempt's result as an obtained hold, or undefined when it only says "wait". */
-  #obtained(key: string, result: AcquireResult, sentAt: number, attempts: number): Obtained | undefined {
+  #obtained(call: AcquireCall, result: AcquireResult, sentAt: number, attempts: number): Obtained | undefined {
+    const key = call.target.keys.key;
     if (result.status === "busy") return undefined;
     if (result.status === "gone" || result.status === "conflict") throw refusal(key, result);
-    return { ref: result.ref, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts };
+    return { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts };
   }
 
-  /** A grant as an obtained hold: its validity rests on the last "queued" answer (it ran before the grant). */
+  /**
+   * A grant as an obtained hold. Found by a refresh, its validity rests on that refresh; announced,
+   * on the latest "queued" answer that ran before it (its counter is below the grant's token): the
+   * ticket was live then, so the grant's PTTL reached at least that instant plus the ticket lease.
+   */
   #granted(waiter: Waiter, event: Extract<WaitEvent, { kind: "granted" }>, attempts: number): Obtained | undefined {
     const ref: HoldRef = { target: waiter.call.target, hold: waiter.ticket, token: event.token };
-    if (event.sentAt !== undefined) return { ref, entered: false, sentAt: event.sentAt, pttlMs: event.pttlMs, attempts };
-    if (waiter.lastQueuedAt === undefined) return undefined;
-    const pttlMs = Math.min(event.pttlMs, waiter.call.ask.ticketLeaseMs);
-    return { ref, entered: false, sentAt: waiter.lastQueuedAt, pttlMs, attempts };
+    const entry = waiter.call.entry;
+    if (event.sentAt !== undefined) return { ref, entry, entered: false, sentAt: event.sentAt, pttlMs: event.pttlMs, attempts };
+    const queuedAt = waiter.queuedBefore(event.token);
+    if (queuedAt === undefined) return undefined;
+    return { ref, entry, entered: false, sentAt: queuedAt, pttlMs: Math.min(event.pttlMs, waiter.call.ask.ticketLeaseMs), attempts };
   }
 
   #note(waiter: Waiter, result: AcquireResult, sentAt: number): void {
     if (result.status !== "busy") return;
-    if (result.position >= 0) waiter.queued(sentAt, result.position, result.waitMs);
+    if (result.position >= 0) waiter.queued(sentAt, result.position, result.waitMs, result.counter);
     // Not queued (quorum mode): look again when the lock could be free, or after a split vote's pause.
     else waiter.dueAt = Math.min(waiter.dueAt, sentAt + result.waitMs + 1);
     // The watchdog refreshes the ticket at its (possibly earlier) due time.

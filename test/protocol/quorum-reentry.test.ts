@@ -8,6 +8,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { Surelock } from "../../src/index.js";
 import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { eventually } from "../helpers/fixtures.js";
 import { startPrimaries, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("quorum mode: re-entry and tokens", () => {
@@ -67,8 +68,9 @@ describe("quorum mode: re-entry and tokens", () => {
       assert.equal(outer.held, true);
       assert.equal(await other.mutex("re").tryAcquire(), null, "and the outer hold still excludes everyone else");
     });
-    const freed = await Promise.all(nodes.map((n) => n.command("HEXISTS", "surelock:{re}:lock", "o")));
-    assert.deepEqual(freed, [0, 0, 0, 0, 0]);
+    // The release settled with a majority; the rest of the nodes apply it as it reaches them.
+    await eventually(async () => (await Promise.all(nodes.map((n) => n.command("HEXISTS", "surelock:{re}:lock", "o")))).every((x) => x === 0),
+      2_000, "the release on every node");
   });
 
   it("tokens keep growing when every counter expired and restarted from its node's clock", async () => {

@@ -38,7 +38,8 @@ void describe("keepalive.lua", () => {
     const holder = await found("tq", "holder", "h");
     await found("tq", "w1", "t1", 3_000);
     const refresh = (ticket: string) => scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets], args: ["q", ticket, 3_000, 10_000, "w"] });
-    assert.deepEqual(ticketState((await b.run(refresh("t1")))[0]), { status: "queued", position: 0 });
+    const counter = BigInt((await b.redis.hget(k.lock, "c")) ?? "0");
+    assert.deepEqual(ticketState((await b.run(refresh("t1")))[0]), { status: "queued", position: 0, counter });
     // The holder vanished without a handoff: the head is told to attempt; nothing is founded here.
     await b.redis.hdel(k.lock, "o", "h", "t", "n", "@h");
     assert.deepEqual(ticketState((await b.run(refresh("t1")))[0]), { status: "turn" });
@@ -64,7 +65,7 @@ void describe("keepalive.lua", () => {
       args: ["s", "p1", 60_000, "Q", "p2", 3_000, 1_000, "p2", "s", 1],
     }));
     assert.equal(holdState("keepalive", replies[0]), "held");
-    assert.deepEqual(ticketState(replies[1]), { status: "queued", position: 0 });
+    assert.deepEqual(ticketState(replies[1]), { status: "queued", position: 0, counter: BigInt((await b.redis.hget(s.state, "c")) ?? "0") });
     const deadline = Number(await b.redis.zscore(s.holders, "p1"));
     const [seconds] = (await b.redis.time()) as unknown as [string, string];
     assert.ok(deadline - Number(seconds) * 1_000 > 50_000, "the permit's deadline moved to the ttl sent");

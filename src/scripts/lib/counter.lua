@@ -1,20 +1,19 @@
 -- lib/counter.lua: fencing tokens. The counter is field `c` of the lock's own hash. A hash born
 -- anew (first use, or after it expired) starts its counter at the server clock in microseconds,
--- above every token it issued before, and records that birth in `b`: a hold whose token is at
--- least `b` has lived in this hash without interruption.
+-- above every token it issued before (as long as that clock does not step back by more than the
+-- counter's retention).
 local function nextToken(hash)
   local token = redis.call('HINCRBY', hash, 'c', 1)
   if token == 1 then
     token = nowUs()
-    redis.call('HSET', hash, 'c', token, 'b', token)
+    redis.call('HSET', hash, 'c', token)
   end
   return token
 end
 
 -- The token after `c` (a counter read with the hash's other fields, or nil): the caller writes it
--- back as `c` (and as `b` when it is born now) in its own HSET, saving a command.
+-- back as `c` in its own HSET, saving a command.
 local function tokenAfter(c)
-  if c then return tonumber(c) + 1, nil end
-  local token = nowUs()
-  return token, token
+  if c then return tonumber(c) + 1 end
+  return nowUs()
 end

@@ -3,12 +3,8 @@
 -- hold's lease, so the hold and the hash expire together.
 -- `c` is the lock's counter as read by the caller (false or nil if it has none).
 local function found(lock, hold, owner, entry, ttl, c)
-  local token, born = tokenAfter(c)
-  if born then
-    redis.call('HSET', lock, 'c', token, 'b', born, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
-  else
-    redis.call('HSET', lock, 'c', token, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
-  end
+  local token = tokenAfter(c)
+  redis.call('HSET', lock, 'c', token, 'o', owner, 'h', hold, 't', token, 'n', 1, '@' .. entry, 1)
   redis.call('PEXPIRE', lock, ttl)
   return token
 end
