@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { after, afterEach, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
+import { quietFor, within } from "../helpers/fixtures.js";
+import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { RespFrames, commandArgs, encodeCommand, frameEnd } from "./resp-frames.js";
+import { startRespProxy, type RespProxy } from "./resp-proxy.js";
+import { FAULT_CLASSES, ScriptCatalog, namesOf } from "./script-catalog.js";
+
+const BUMP = "return redis.call('INCR', KEYS[1])";
+const bump = { name: "bump", sha: createHash("sha1").update(BUMP).digest("hex"), lua: BUMP };
+
+describe("RESP framing", () => {
+  it("cuts a stream into whole values however the bytes arrive", () => {
+    const stream = Buffer.concat([
+      encodeCommand(["SET", "k", "v\r\nwith crlf"]),
+      Buffer.from("+OK\r\n$-1\r\n*2\r\n:1\r\n*1\r\n$3\r\nabc\r\n%1\r\n+a\r\n:2\r\n"),
+    ]);
+    for (const step of [1, 3, 7, stream.length]) {
+      const frames = new RespFrames();
+      const out: Buffer[] = [];
+      for (let i = 0; i < stream.length; i += step) out.push(...frames.push(stream.subarray(i, i + step)));
+      assert.equal(out.length, 5, `chunks of ${step}`);
+      assert.deepEqual(commandArgs(out[0] as Buffer), ["SET", "k", "v\r\nwith crlf"]);
+      assert.equal(frames.pending.length, 0);
+    }
+    assert.equal(frameEnd(Buffer.from("$5\r\nab"), 0), -1, "an incomplete bulk string is not a frame");
+  });
+
+  it("names scripts by SHA and by body, and keeps classes for old and new script names", () => {
+    const catalog = new ScriptCatalog([bump]);
+    assert.deepEqual(catalog.describe(encodeCommand(["EVALSHA", bump.sha.toUpperCase(), 1, "x"])),
+      { command: "EVALSHA", script: "bump", key: "x" });
+    assert.equal(catalog.describe(encodeCommand(["EVAL", BUMP, 1, "x"])).script, "bump");
+    assert.equal(catalog.describe(encodeCommand(["EVAL", "return 1", 0])).script, undefined);
+    const real = new ScriptCatalog();
+    for (const name of real.names) {
+      const classes = Object.entries(FAULT_CLASSES).filter(([, names]) => (names as readonly string[]).includes(name));
+      assert.equal(classes.length, 1, `script ${name} belongs to exactly one fault class`);
+    }
+    for (const name of ["keepalive", "check", "release", "acquire-shared"]) {
+      assert.ok([...namesOf("acquire-like", "release-like", "renew-like", "check-like")].includes(name));
+    }
+  });
+});
+
+describe("RESP proxy against a real redis-server", () => {
+  let server: RedisServer;
+  let proxy: RespProxy;
+  const clients: Redis[] = [];
+  const client = (autoResend: boolean): Redis => {
+    const c = new Redis({ host: proxy.host, port: proxy.port, autoResendUnfulfilledCommands: autoResend, retryStrategy: () => 20, maxRetriesPerRequest: 3 });
+    c.on("error", () => {});
+    clients.push(c);
+    return c;
+  };
+  before(async () => {
+    server = await startStandalone();
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
+    await proxy.close();
+    await server.command("FLUSHALL");
+  });
+  after(() => server.stop());
+
+  it("cut after forward: Redis runs the command once, the reply is lost, ioredis resends it and it runs twice", async () => {
+    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    const redis = client(true);
+    assert.equal(await redis.call("SCRIPT", "LOAD", BUMP), bump.sha);
+    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    const reply = await within(5_000, redis.evalsha(bump.sha, 1, "n"));
+    const event = await cut;
+    assert.equal(event?.script, "bump");
+    assert.equal(event?.key, "n");
+    // The script ran before the cut and again when resent: the replay is what surelock must survive.
+    assert.equal(await server.command("GET", "n"), "2");
+    assert.equal(reply, 2);
+  });
+
+  it("cut after forward without resend: the command ran once and ioredis never settles the call", async () => {
+    proxy = await startRespProxy(server, "p");
+    const redis = client(false);
+    await redis.ping();
+    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["INCR"]) }, 5_000);
+    // ioredis drops unfulfilled commands without rejecting them: only a deadline of the caller's
+    // own (surelock's commandTimeout) ends such a call.
+    await assert.rejects(within(500, redis.incr("m")), /did not finish/);
+    assert.equal((await cut)?.command, "INCR");
+    assert.equal(await server.command("GET", "m"), "1");
+    assert.equal(await within(5_000, redis.incr("m")), 2, "the client reconnects");
+  });
+
+  it("an EVAL of a script is cut by the script's name too; other commands pass untouched", async () => {
+    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    const redis = client(false);
+    await redis.ping();
+    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    assert.equal(await redis.incr("other"), 1, "not a match");
+    await assert.rejects(within(500, redis.eval(BUMP, 1, "e")), /did not finish/);
+    assert.equal((await cut)?.command, "EVAL");
+    assert.equal(await server.command("GET", "e"), "1");
+  });
+
+  it("subscriber connections are never cut", async () => {
+    proxy = await startRespProxy(server, "p");
+    const sub = client(true);
+    await sub.subscribe("ch");
+    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["SUBSCRIBE", "PING"]) }, 200);
+    const message = new Promise<string>((resolve) => sub.once("message", (_c: string, m: string) => resolve(m)));
+    await sub.subscribe("ch2");
+    await server.command("PUBLISH", "ch2", "hello");
+    assert.equal(await within(2_000, message), "hello");
+    assert.equal(await cut, null);
+  });
+
+  it("latency delays each direction; a blackhole holds commands and a heal delivers them in order", async () => {
+    proxy = await startRespProxy(server, "p");
+    const redis = client(true);
+    await redis.ping();
+    proxy.setLatency(30, 20);
+    const started = performance.now();
+    await redis.ping();
+    assert.ok(performance.now() - started >= 49, "one round trip costs both latencies");
+    proxy.setLatency(0, 0);
+    proxy.blackhole();
+    const first = redis.incr("b");
+    const second = redis.incr("b");
+    await quietFor(100); // nothing may get through a blackhole
+    assert.equal(await server.command("GET", "b"), null);
+    proxy.heal("deliver");
+    assert.deepEqual(await within(2_000, Promise.all([first, second])), [1, 2]);
+  });
+
+  it("a heal by reset loses what the blackhole held", async () => {
+    proxy = await startRespProxy(server, "p");
+    const redis = client(false);
+    await redis.ping();
+    proxy.blackhole();
+    const held = redis.incr("r");
+    await quietFor(50);
+    proxy.heal("reset");
+    await assert.rejects(within(500, held), /did not finish/);
+    assert.equal(await server.command("GET", "r"), null);
+  });
+});
