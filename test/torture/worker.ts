@@ -1,0 +1,178 @@
+/**
+ * A torture worker: a child process with its own Surelock instances and ioredis clients (every
+ * connection through the fault proxies). It runs a few concurrent flows of planned operations
+ * until told to stop, then closes everything and reports what it could not close.
+ */
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { Surelock, type ExtendMessage } from "../../src/index.js";
+import { makeClients, whenReady, type WorkerClients } from "./clients.js";
+import { monoMs } from "./clock.js";
+import { Executor, type ExecEnv } from "./executor.js";
+import { errorInfo } from "./history.js";
+import type { FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
+import { nextOp, type PlanScope } from "./plan.js";
+import { deriveSeed, Rng } from "./prng.js";
+import { LeaseWatch, Recorder } from "./recorder.js";
+
+const send = (message: FromWorker): Promise<void> =>
+  new Promise((resolve) => {
+    if (!process.send || !process.connected) return resolve();
+    process.send(message, undefined, {}, () => resolve());
+  });
+
+/** Active handles by type, as `process.getActiveResourcesInfo()` lists them. */
+function resources(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of process.getActiveResourcesInfo()) out[r] = (out[r] ?? 0) + 1;
+  return out;
+}
+
+function listenerCounts(clients: WorkerClients): Record<string, number> {
+  const out: Record<string, number> = {};
+  clients.all.forEach((c, i) => {
+    for (const name of c.eventNames()) out[`client${i}:${String(name)}`] = c.listenerCount(name);
+  });
+  return out;
+}
+
+/** What is in `after` beyond `before` (by key). */
+function beyond(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, n] of Object.entries(after)) if (n > (before[k] ?? 0)) out[k] = n - (before[k] ?? 0);
+  return out;
+}
+
+class Worker {
+  readonly #config: WorkerConfig;
+  readonly #rec: Recorder;
+  readonly #watch: LeaseWatch;
+  readonly #baseline = resources();
+  #clients: WorkerClients | undefined;
+  #env: ExecEnv | undefined;
+  #listenersBefore: Record<string, number> = {};
+  #stopAt = Infinity;
+  #stopping = false;
+  readonly #onExtend = (message: unknown): void => {
+    const m = message as ExtendMessage;
+    this.#rec.emit({ type: "renew", key: m.key, token: m.fencingToken.toString(), ttl: m.ttl, automatic: m.automatic });
+  };
+
+  constructor(config: WorkerConfig) {
+    this.#config = config;
+    this.#rec = new Recorder(config.index, send);
+    this.#watch = new LeaseWatch(this.#rec);
+  }
+
+  async setUp(): Promise<void> {
+    const c = this.#config;
+    const rng = new Rng(deriveSeed(c.seed, "worker", c.index, "instances"));
+    const ttls = [rng.int(300, 1_500), rng.int(300, 1_500)];
+    const pollInterval = rng.pick([200, 500, 1_000]);
+    const replicas = c.deployment === "sentinel" && rng.chance(0.3) ? { count: 1, timeout: 100 } : undefined;
+    this.#clients = makeClients(c.spec, c.autoResend);
+    await whenReady(this.#clients.all, 15_000);
+    this.#listenersBefore = listenerCounts(this.#clients);
+    const clients = this.#clients;
+    const make = (index: number): Surelock => new Surelock({
+      redis: clients.lockClients, ttl: ttls[index] as number, commandTimeout: c.commandTimeoutMs, pollInterval,
+      ...(replicas && { replicas }),
+    });
+    this.#env = {
+      rec: this.#rec, watch: this.#watch, instances: ttls.map((_, i) => make(i)), instanceTtls: ttls, replace: make,
+      data: clients.data, guards: c.deployment !== "quorum", slackMs: c.slackMs, commandTimeoutMs: c.commandTimeoutMs,
+      pending: new Set(),
+    };
+    subscribe("surelock:extend", this.#onExtend);
+  }
+
+  async run(origin: number, stopAt: number): Promise<void> {
+    this.#stopAt = stopAt;
+    this.#rec.start(origin);
+    const env = this.#env as ExecEnv;
+    const scope: PlanScope = { deployment: this.#config.deployment, keys: this.#config.keys, instanceTtls: env.instanceTtls };
+    const executor = new Executor(env);
+    await Promise.all(Array.from({ length: this.#config.flows }, async (_, f) => {
+      const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
+      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(nextOp(rng, scope));
+    }));
+    // Late jobs still running finish on their own (their acquisitions are bounded or get the lock).
+    while (env.pending.size > 0) await Promise.all([...env.pending]);
+    await this.#finish();
+  }
+
+  stop(): void {
+    this.#stopping = true;
+  }
+
+  async #finish(): Promise<void> {
+    const env = this.#env as ExecEnv;
+    const clients = this.#clients as WorkerClients;
+    for (const [i, locks] of env.instances.entries()) {
+      const call = this.#rec.callId();
+      this.#rec.emit({ type: "invoke", call, op: "close", boundMs: env.slackMs * 2, args: { instance: i, final: true } });
+      await locks.close().then(
+        () => this.#rec.emit({ type: "ok", call }),
+        (error: unknown) => this.#rec.emit({ type: "fail", call, error: errorInfo(error) }),
+      );
+    }
+    unsubscribe("surelock:extend", this.#onExtend);
+    const listeners = beyond(this.#listenersBefore, listenerCounts(clients));
+    // Our own clients go last: whatever is left after that is something surelock kept open.
+    await Promise.all(clients.all.map((c) => new Promise<void>((resolve) => {
+      if (c.status === "end") return resolve();
+      c.once("end", () => resolve());
+      c.disconnect();
+    })));
+    this.#rec.stopTimer();
+    const handles = await this.#settledHandles();
+    this.#rec.emit({ type: "leaks", handles, listeners });
+    await this.#rec.flush();
+  }
+
+  /** Handles beyond the baseline, once closing sockets had a chance to finish closing (at most 2 s). */
+  async #settledHandles(): Promise<Record<string, number>> {
+    const until = monoMs() + 2_000;
+    for (;;) {
+      const extra = beyond(this.#baseline, resources());
+      if (Object.keys(extra).length === 0 || monoMs() > until) return extra;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+let worker: Worker | undefined;
+
+process.on("message", (message: ToWorker) => {
+  void (async () => {
+    switch (message.type) {
+      case "config":
+        worker = new Worker(message.config);
+        await worker.setUp();
+        await send({ type: "ready" });
+        return;
+      case "ping":
+        await send({ type: "pong", id: message.id, at: monoMs() });
+        return;
+      case "go":
+        await worker?.run(message.origin, message.stopAt);
+        await send({ type: "done" });
+        process.disconnect();
+        return;
+      case "stop":
+        worker?.stop();
+        return;
+    }
+  })().catch(async (error: unknown) => {
+    await send({ type: "error", message: errorInfo(error).message });
+    process.exit(1);
+  });
+});
+
+// Nothing may escape surelock unhandled; if something does, the history says so.
+process.on("unhandledRejection", (reason) => {
+  void send({ type: "error", message: `unhandled rejection: ${errorInfo(reason).name}: ${errorInfo(reason).message}` });
+});
+process.on("disconnect", () => {
+  // The orchestrator is gone (or we are done): nothing to report to any more.
+  process.exit(process.exitCode ?? 0);
+});
