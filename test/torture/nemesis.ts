@@ -119,7 +119,28 @@ export class Nemesis {
     this.#t = targets;
   }
 
+  /**
+   * Every half second: a server that is not running although no fault of ours stopped it died
+   * of something else (the machine, another process). Written down as an error of the
+   * environment (so the run cannot pass silently) and restarted.
+   */
+  #monitor: NodeJS.Timeout | undefined;
+
+  #watchServers(): void {
+    this.#monitor = setInterval(() => {
+      for (const n of this.#t.deployment.nodes) {
+        if (n.server.alive || this.#down.has(n) || this.#restarting.has(n)) continue;
+        this.#restarting.add(n);
+        this.#t.emit({ type: "note", level: "error", text: `environment: ${n.name} (port ${n.server.port}) died outside the nemesis; restarting it` });
+        void n.server.restart().catch(() => {}).finally(() => this.#restarting.delete(n));
+      }
+    }, 500);
+  }
+
+  readonly #restarting = new Set<DataNode>();
+
   start(schedule: readonly ScheduledFault[], origin: number): void {
+    this.#watchServers();
     for (const s of schedule) {
       const timer = setTimeout(() => {
         this.#timers.delete(timer);
@@ -213,9 +234,12 @@ export class Nemesis {
           await n.server.kill();
           await sleep(f.downMs);
         } finally {
-          await n.server.restart();
+          let restarted = "restarted";
+          await n.server.restart().catch((error: unknown) => {
+            restarted = `restart failed: ${(error as Error).message.slice(0, 200)}`;
+          });
           this.#down.delete(n);
-          this.#emit(f.kind, "end", n.name, { persistent: n.persistent }, loss);
+          this.#emit(f.kind, "end", n.name, { persistent: n.persistent, outcome: restarted, pid: n.server.pid }, loss);
         }
         return;
       }
@@ -276,6 +300,7 @@ export class Nemesis {
   /** Stops the schedule and ends every fault under way (paused processes go on, killed ones restart). */
   async heal(): Promise<void> {
     this.#stopped = true;
+    clearInterval(this.#monitor);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     for (const n of this.#t.deployment.nodes) {

@@ -96,6 +96,8 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
   try {
     log(`surelock torture: seed ${o.seed}, ${o.deployment} (${deployment.describe()}), ${o.workers} workers × ${o.flows} flows, ` +
       `${o.keys} keys per kind, ${o.minutes} min`);
+    emit({ type: "note", text: `servers: ${[...deployment.nodes, ...deployment.others].map((n) =>
+      `${n.name} port ${n.server.port} pid ${n.server.pid} via proxy ${n.proxy.port}`).join("; ")}` });
     const commandTimeoutMs = commandTimeoutFor(o.deployment);
     const slackMs = slackFor(o.deployment);
     for (let index = 0; index < o.workers; index++) {

@@ -95,8 +95,12 @@ class Worker {
       const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
       while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(nextOp(rng, scope));
     }));
-    // Late jobs still running finish on their own (their acquisitions are bounded or get the lock).
-    while (env.pending.size > 0) await Promise.all([...env.pending]);
+    // Late jobs still running finish on their own (their acquisitions are bounded or get the lock);
+    // close() below ends any that still wait.
+    const until = monoMs() + 20_000;
+    while (env.pending.size > 0 && monoMs() < until) {
+      await Promise.race([Promise.all([...env.pending]), new Promise((r) => setTimeout(r, 1_000))]);
+    }
     await this.#finish();
   }
 
@@ -110,17 +114,26 @@ class Worker {
     for (const [i, locks] of env.instances.entries()) {
       const call = this.#rec.callId();
       this.#rec.emit({ type: "invoke", call, op: "close", boundMs: env.slackMs * 2, args: { instance: i, final: true } });
-      await locks.close().then(
-        () => this.#rec.emit({ type: "ok", call }),
-        (error: unknown) => this.#rec.emit({ type: "fail", call, error: errorInfo(error) }),
-      );
+      // A close() that hangs is written down as never settled (the liveness checker reports it).
+      const closed = await Promise.race([
+        locks.close().then(
+          () => this.#rec.emit({ type: "ok", call }),
+          (error: unknown) => this.#rec.emit({ type: "fail", call, error: errorInfo(error) }),
+        ).then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), env.slackMs * 4)),
+      ]);
+      if (!closed) this.#rec.emit({ type: "note", level: "error", text: `close() of instance ${i} did not settle` });
     }
     unsubscribe("surelock:extend", this.#onExtend);
     const listeners = beyond(this.#listenersBefore, listenerCounts(clients));
     // Our own clients go last: whatever is left after that is something surelock kept open.
     await Promise.all(clients.all.map((c) => new Promise<void>((resolve) => {
       if (c.status === "end") return resolve();
-      c.once("end", () => resolve());
+      const timer = setTimeout(resolve, 2_000); // a client that never says "end" shows up as a leak
+      c.once("end", () => {
+        clearTimeout(timer);
+        resolve();
+      });
       c.disconnect();
     })));
     this.#rec.stopTimer();

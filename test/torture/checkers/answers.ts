@@ -37,7 +37,8 @@ export function checkAnswers(model: Model): Violation[] {
     });
     out.push({
       checker: "wrong-answer", severity: "violation", lock, leases: [lease.id], window: [c.invoke.t, done],
-      patterns: [replayed ? "replayed-release" : "unexplained"],
+      // A job that outlived its section holds a second copy of the hold (see outlived-section).
+      patterns: [lease.late ? "outlived-section" : replayed ? "replayed-release" : "unexplained"],
       message: `${c.invoke.op} of ${lease.id} (${lock}, token ${lease.token}) rejected with LockLostError ` +
         `(${c.error.reason ?? "?"}: ${c.error.message}) although nobody else took the lock and no fault delayed it` +
         (replayed ? "; a release of this lock had its reply cut and was replayed" : ""),

@@ -49,14 +49,20 @@ function describe(l: LeaseRecord): string {
 /** Mutexes and write locks: two different holds believed at once. Also readers against writers. */
 export function checkExclusion(model: Model): Violation[] {
   const out: Violation[] = [];
+  // One report per pair of holds: an intruder overlaps the outer lease and its re-entries alike.
+  const reported = new Set<string>();
+  const hold = (l: LeaseRecord): string => `${l.prim === "read" ? l.id : `${l.owner}\0${l.token}`}`;
   for (const [lock, list] of believed(model, () => true)) {
     if (lock.startsWith("sem:")) continue;
     for (const [a, b] of overlapping(list)) {
       const x = a.lease;
       const y = b.lease;
+      const pair = `${lock}\0${[hold(x), hold(y)].sort().join("\0")}`;
+      if (reported.has(pair)) continue;
       const window = [b.from, Math.min(a.to, b.to)] as const;
       if (exclusive(x) && exclusive(y)) {
         if (sameHold(x, y)) continue;
+        reported.add(pair);
         if (x.owner === y.owner) {
           out.push(classify(model, {
             checker: "reentry-token", lock, leases: [x.id, y.id], window,
@@ -77,6 +83,7 @@ export function checkExclusion(model: Model): Violation[] {
       // A writer may read inside its own write section (its flow's nested reads join it): the
       // reader descends from a lease of the writer's hold.
       if (descendsFrom(model, reader, (a) => a.prim === "write" && sameHold(a, writer))) continue;
+      reported.add(pair);
       out.push(classify(model, {
         checker: "read-write", lock, leases: [x.id, y.id], window,
         message: `a reader and a writer believed they held ${lock} at once: reader ${describe(reader)}, writer ${describe(writer)}`,
