@@ -3,13 +3,16 @@
  * connection through the fault proxies). It runs a few concurrent flows of planned operations
  * until told to stop, then closes everything and reports what it could not close.
  */
+import { createHook } from "node:async_hooks";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { Socket } from "node:net";
+import type { Cluster, Redis } from "ioredis";
 import { Surelock, type ExtendMessage } from "../../src/index.js";
 import { makeClients, whenReady, type WorkerClients } from "./clients.js";
 import { monoMs } from "./clock.js";
 import { Executor, type ExecEnv } from "./executor.js";
 import { errorInfo } from "./history.js";
-import type { FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
+import type { ClientSpec, FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
 import { nextOp, type PlanScope } from "./plan.js";
 import { deriveSeed, Rng } from "./prng.js";
 import { LeaseWatch, Recorder } from "./recorder.js";
@@ -32,6 +35,62 @@ function listenerCounts(clients: WorkerClients): Record<string, number> {
   clients.all.forEach((c, i) => {
     for (const name of c.eventNames()) out[`client${i}:${String(name)}`] = c.listenerCount(name);
   });
+  return out;
+}
+
+/**
+ * Opt-in (TORTURE_TRACE_TIMERS=1, it slows every promise down): where each timer still keeping
+ * the process alive at the end was created, to tell whose leak it is.
+ */
+const timerOrigins = new Map<number, { timer: { hasRef?: () => boolean }; stack: string }>();
+if (process.env.TORTURE_TRACE_TIMERS === "1") {
+  createHook({
+    init(id, type, _trigger, resource) {
+      if (type !== "Timeout") return;
+      const frames = (new Error().stack ?? "").split("\n").slice(3)
+        .filter((f) => !f.includes("node:internal") && !f.includes("node:timers")).slice(0, 3);
+      timerOrigins.set(id, { timer: resource as { hasRef?: () => boolean }, stack: frames.map((f) => f.trim()).join(" < ") });
+    },
+    destroy(id) {
+      timerOrigins.delete(id);
+    },
+  }).enable();
+}
+
+function liveTimerOrigins(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const { timer, stack } of timerOrigins.values()) {
+    if (timer.hasRef?.() !== true) continue;
+    const key = `timer from ${stack}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** Names of the proxies a spec connects through, by port (to say whom a leftover socket talks to). */
+function proxyNames(spec: ClientSpec): Map<number, string> {
+  const names = new Map<number, string>();
+  switch (spec.kind) {
+    case "single": names.set(spec.node.port, "redis"); break;
+    case "sentinel":
+      spec.sentinels.forEach((s, i) => names.set(s.port, `sentinel${i}`));
+      Object.entries(spec.natMap).forEach(([real, p]) => names.set(p.port, `data ${real}`));
+      break;
+    case "cluster": Object.entries(spec.natMap).forEach(([real, p]) => names.set(p.port, `shard ${real}`)); break;
+    case "quorum": spec.nodes.forEach((n, i) => names.set(n.port, `node${i}`)); names.set(spec.data.port, "data"); break;
+  }
+  return names;
+}
+
+/** Open TCP sockets by peer ("TCP to sentinel1": 2), from Node's handle list. */
+function socketsByPeer(names: Map<number, string>): Record<string, number> {
+  const out: Record<string, number> = {};
+  const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+  for (const h of handles) {
+    if (!(h instanceof Socket) || h.remotePort === undefined) continue;
+    const peer = `TCP to ${names.get(h.remotePort) ?? `port ${h.remotePort}`}`;
+    out[peer] = (out[peer] ?? 0) + 1;
+  }
   return out;
 }
 
@@ -99,7 +158,9 @@ class Worker {
     // close() below ends any that still wait.
     const until = monoMs() + 20_000;
     while (env.pending.size > 0 && monoMs() < until) {
-      await Promise.race([Promise.all([...env.pending]), new Promise((r) => setTimeout(r, 1_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...env.pending]), new Promise((r) => { timer = setTimeout(r, 1_000); })]);
+      clearTimeout(timer);
     }
     await this.#finish();
   }
@@ -115,22 +176,29 @@ class Worker {
       const call = this.#rec.callId();
       this.#rec.emit({ type: "invoke", call, op: "close", boundMs: env.slackMs * 2, args: { instance: i, final: true } });
       // A close() that hangs is written down as never settled (the liveness checker reports it).
+      let timer: NodeJS.Timeout | undefined;
       const closed = await Promise.race([
         locks.close().then(
           () => this.#rec.emit({ type: "ok", call }),
           (error: unknown) => this.#rec.emit({ type: "fail", call, error: errorInfo(error) }),
         ).then(() => true),
-        new Promise<false>((r) => setTimeout(() => r(false), env.slackMs * 4)),
+        new Promise<false>((r) => { timer = setTimeout(() => r(false), env.slackMs * 4); }),
       ]);
+      clearTimeout(timer);
       if (!closed) this.#rec.emit({ type: "note", level: "error", text: `close() of instance ${i} did not settle` });
     }
     unsubscribe("surelock:extend", this.#onExtend);
     const listeners = beyond(this.#listenersBefore, listenerCounts(clients));
     // Our own clients go last: whatever is left after that is something surelock kept open.
+    const ended = new Set<Redis | Cluster>();
     await Promise.all(clients.all.map((c) => new Promise<void>((resolve) => {
-      if (c.status === "end") return resolve();
+      if (c.status === "end") {
+        ended.add(c);
+        return resolve();
+      }
       const timer = setTimeout(resolve, 2_000); // a client that never says "end" shows up as a leak
       c.once("end", () => {
+        ended.add(c);
         clearTimeout(timer);
         resolve();
       });
@@ -138,6 +206,10 @@ class Worker {
     })));
     this.#rec.stopTimer();
     const handles = await this.#settledHandles();
+    if (Object.keys(handles).length > 0) {
+      Object.assign(handles, socketsByPeer(proxyNames(this.#config.spec)), liveTimerOrigins());
+      clients.all.forEach((c, i) => { if (!ended.has(c)) handles[`client${i} never ended (status ${c.status})`] = 1; });
+    }
     this.#rec.emit({ type: "leaks", handles, listeners });
     await this.#rec.flush();
   }
