@@ -5,11 +5,11 @@
  * temp dir and kept only when the run fails (or when asked).
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkHistory } from "./checkers/index.js";
+import { checkHistory, type EndState } from "./checkers/index.js";
 import { buildModel } from "./checkers/model.js";
 import { lookbackMs, type Pattern, type Violation } from "./checkers/violation.js";
 import { monoMs, since } from "./clock.js";
@@ -146,7 +146,9 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
     const drainS = (monoMs() - drainStart) / 1000;
 
     const checkStart = monoMs();
-    const { model, violations } = checkHistory(history, { ...end, sweep: swept });
+    const endState = { ...end, sweep: swept };
+    writeFileSync(path.join(dir, "end-state.json"), JSON.stringify(saveEndState(endState, o)));
+    const { model, violations } = checkHistory(history, endState);
     const checkS = (monoMs() - checkStart) / 1000;
     const failures = violations.filter((v) => v.severity === "violation");
     const patterns: Partial<Record<Pattern, number>> = {};
@@ -169,7 +171,7 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
         (Object.keys(patterns).length > 0 ? ` [${Object.entries(patterns).map(([p, n]) => `${p}: ${n}`).join(", ")}]` : ""));
       printDetails(failures, o.detailed, (v) => minimalHistory(model, v), log);
     }
-    if (keep) log(`history: ${historyPath}`);
+    if (keep) log(`history: ${historyPath} (check it again: node --import tsx test/torture/recheck.ts ${dir})`);
     else rmSync(dir, { recursive: true, force: true });
     if (!passed) {
       log(`reproduce: npm run torture -- --seed ${o.seed} --minutes ${o.minutes} --deployment ${o.deployment} ` +
@@ -185,6 +187,21 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
     await deployment.stop();
   }
+}
+
+/** What recheck.ts needs besides the history to run the checkers again. */
+export interface SavedRun {
+  readonly options: { readonly seed: number; readonly deployment: DeploymentKind; readonly minutes: number };
+  readonly logs: [string, readonly string[] | null][];
+  readonly counters: [string, number | null][];
+  readonly sweep: EndState["sweep"];
+}
+
+function saveEndState(end: EndState, o: TortureOptions): SavedRun {
+  return {
+    options: { seed: o.seed, deployment: o.deployment, minutes: o.minutes },
+    logs: [...end.logs], counters: [...end.counters], sweep: end.sweep,
+  };
 }
 
 function touchedResources(history: readonly HistoryEvent[]): { logs: [string, string][]; counters: string[] } {

@@ -8,7 +8,9 @@ import type { Violation } from "./checkers/violation.js";
 
 const BEFORE_MS = 1_500;
 const AFTER_MS = 300;
-const MAX_LINES = 45;
+const MAX_LINES = 60;
+/** The violation's window, and this much before it, is always shown whole. */
+const CORE_BEFORE_MS = 200;
 
 function line(e: HistoryEvent): string {
   const at = `${e.t.toFixed(1).padStart(9)} ms  ${e.w < 0 ? "nemesis " : `worker${e.w} `}`;
@@ -42,12 +44,27 @@ export function minimalHistory(model: Model, v: Violation): string[] {
       p = model.leases.get(p)?.parent;
     }
   }
+  // And what was nested in them: their extends and releases act on the same hold.
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const l of model.leases.values()) {
+      if (l.parent !== undefined && leases.has(l.parent) && !leases.has(l.id)) {
+        leases.add(l.id);
+        grew = true;
+      }
+    }
+  }
+  const holds = new Set([...leases].map((id) => model.leases.get(id)).filter((l) => l !== undefined)
+    .map((l) => `${l.worker}\0${l.key}\0${l.token}`));
   const lock = v.lock;
   const calls = new Set([...model.calls.values()].filter((c) => c.invoke.lease !== undefined && leases.has(c.invoke.lease)).map((c) => c.id));
   for (const id of leases) {
     const l = model.leases.get(id);
     if (l) calls.add(l.call);
   }
+  // close() of the workers involved: it ends every lease of its instance.
+  const workers = new Set([...leases].map((id) => model.leases.get(id)?.worker));
+  for (const c of model.calls.values()) if (c.invoke.op === "close" && workers.has(c.worker)) calls.add(c.id);
   const [from, to] = v.window ?? [model.endAt - 2_000, model.endAt];
   const first = Math.min(from - BEFORE_MS, ...[...leases].map((id) => model.leases.get(id)?.start ?? Infinity));
   const relevant = (e: HistoryEvent): boolean => {
@@ -55,14 +72,25 @@ export function minimalHistory(model: Model, v: Violation): string[] {
     if ("lease" in e && typeof e.lease === "string" && leases.has(e.lease)) return true;
     if ("call" in e && typeof e.call === "string" && calls.has(e.call)) return true;
     if (e.type === "lease" && lock !== undefined && lockOf(e.prim, e.key) === lock) return true;
+    // Renewals of the holds involved (the watchdog's and extend's confirmations).
+    if (e.type === "renew") return holds.has(`${e.w}\0${e.key}\0${e.token}`);
     return false;
   };
   const picked = model.events.filter((e) => e.t >= first && e.t <= to + AFTER_MS && relevant(e));
-  // Keep the beginning (how the leases came to be) and the end (the violation itself).
   if (picked.length <= MAX_LINES) return picked.map(line);
-  const head = picked.slice(0, 10).map(line);
-  const tail = picked.slice(-(MAX_LINES - 11)).map(line);
-  return [...head, `   ... ${picked.length - head.length - tail.length} more events ...`, ...tail];
+  // Too long: the violation's own window stays whole; before it, the acquisitions of the leases
+  // involved, the faults and the calls on them, then as many polls as fit.
+  // Inside the window, routine looks (held, unchanged) only near its end, where belief ran out.
+  const core = picked.filter((e) => e.t >= from - CORE_BEFORE_MS &&
+    !(e.type === "obs" && e.via === "poll" && e.held && e.t < to - 60 && e.t > from + 10));
+  const before = picked.filter((e) => e.t < from - CORE_BEFORE_MS);
+  const essential = before.filter((e) => !(e.type === "obs" && e.via === "poll") && e.type !== "renew");
+  const room = Math.max(0, MAX_LINES - core.length);
+  const kept = new Set(essential.slice(-room));
+  for (const e of before) if (kept.size < room && !kept.has(e)) kept.add(e);
+  const head = before.filter((e) => kept.has(e));
+  const skipped = before.length - head.length;
+  return [...head.map(line), ...(skipped > 0 ? [`   ... ${skipped} more looks and renewals before the window ...`] : []), ...core.map(line)];
 }
 
 /** Counts per checker and severity. */

@@ -15,6 +15,8 @@ export interface LeaseRecord {
   readonly token: string;
   readonly owner: string;
   readonly ttl: number;
+  /** Which of its worker's Surelock instances (a replaced one keeps the index). */
+  readonly instance: number;
   readonly parent: string | undefined;
   readonly late: boolean;
   readonly permits: number | undefined;
@@ -180,7 +182,7 @@ export function buildModel(history: readonly HistoryEvent[]): Model {
 
 function fromLease(e: LeaseEvent): LeaseRecord {
   return {
-    id: e.lease, worker: e.w, call: e.call, key: e.key, prim: e.prim, token: e.token, owner: e.owner, ttl: e.ttl,
+    id: e.lease, worker: e.w, call: e.call, key: e.key, prim: e.prim, token: e.token, owner: e.owner, ttl: e.ttl, instance: e.instance,
     parent: e.parent, late: e.late === true, permits: e.permits, start: e.t,
     believedEnd: undefined, lostAt: undefined, lostReason: undefined, end: undefined, endLook: undefined,
   };

@@ -23,11 +23,14 @@ export type Severity =
  * after it ended; extend-race: extend() ran while a watchdog renewal was in flight;
  * replayed-release: a release of the lock had its reply cut (and was resent);
  * reentry-new-token: a nested acquisition came back with another token than its outer hold
- * (in quorum mode: a node that missed the first acquire granted a fresh one); resent-command: a
- * connection was dropped (reset, restart, cut of an acquire) while the earlier hold was taken.
+ * (in quorum mode: a node that missed the first acquire granted a fresh one);
+ * acquired-during-close: an acquisition resolved after close() of its Surelock had begun (close
+ * released the hold, nothing renews the new lease); resent-command: a connection was dropped
+ * (reset, restart, cut of an acquire) while the earlier hold was taken.
  */
 export type Pattern =
-  | "outlived-section" | "extend-race" | "replayed-release" | "reentry-new-token" | "resent-command" | "replayed-write" | "unexplained";
+  | "outlived-section" | "extend-race" | "replayed-release" | "reentry-new-token" | "acquired-during-close"
+  | "resent-command" | "replayed-write" | "unexplained";
 
 export interface Violation {
   readonly checker: CheckerName;
@@ -79,13 +82,16 @@ export function brokenAssumption(model: Model, from: number, to: number): string
 export function patternsOf(model: Model, stale: LeaseRecord, fresh: LeaseRecord): Pattern[] {
   const out: Pattern[] = [];
   const lock = lockOf(stale.prim, stale.key);
+  if (stale.late || fresh.late) out.push("outlived-section");
   const parent = stale.parent === undefined ? undefined : model.leases.get(stale.parent);
   const newToken = (child: LeaseRecord, outer: LeaseRecord): boolean =>
     !child.late && child.owner === outer.owner && child.token !== outer.token && lockOf(child.prim, child.key) === lock;
   if ((parent && newToken(stale, parent)) || [...model.leases.values()].some((l) => l.parent === stale.id && newToken(l, stale))) {
     out.push("reentry-new-token");
   }
-  if (stale.late || fresh.late) out.push("outlived-section");
+  const closing = [...model.calls.values()].some((c) => c.invoke.op === "close" && c.worker === stale.worker &&
+    c.invoke.args?.instance === stale.instance && c.invoke.t < stale.start && (c.doneAt === undefined || c.doneAt >= stale.start - 50));
+  if (closing) out.push("acquired-during-close");
   const replayed = model.cuts.some((c) => {
     const key = c.detail?.key;
     return /release/.test(String(c.detail?.script ?? "")) && typeof key === "string" && lockOfRedisKey(key) === lock &&
@@ -93,13 +99,14 @@ export function patternsOf(model: Model, stale: LeaseRecord, fresh: LeaseRecord)
   });
   if (replayed) out.push("replayed-release");
   // extend() on the stale hold while the watchdog's renewal of it was on the wire: the renewal's
-  // confirmation lands between the extend's call and its reply (give or take a tick).
+  // confirmation lands within one round trip (the extend's own) of the extend's call or reply.
   const raced = [...model.calls.values()].some((c) => {
     if (c.invoke.op !== "extend" || c.invoke.lease === undefined || !sameHold(model, c.invoke.lease, stale)) return false;
-    if (c.invoke.t < stale.start || c.invoke.t > fresh.start || c.doneAt === undefined) return false;
-    const done = c.doneAt;
+    if (c.invoke.t < stale.start || c.invoke.t > fresh.start || c.doneAt === undefined || c.outcome !== "ok") return false;
+    const from = c.invoke.t - 1;
+    const to = c.doneAt + (c.doneAt - c.invoke.t) + 5;
     return model.events.some((e) => e.type === "renew" && e.automatic && e.w === stale.worker && e.key === stale.key &&
-      e.token === stale.token && e.t >= c.invoke.t - 1 && e.t <= done + 5);
+      e.token === stale.token && e.t >= from && e.t <= to);
   });
   if (raced) out.push("extend-race");
   const dropped = model.faults.some((f) =>
