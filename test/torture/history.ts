@@ -158,6 +158,16 @@ export interface LeakEvent extends Stamp {
   readonly listeners: Readonly<Record<string, number>>;
 }
 
+/**
+ * A worker's flows were still running long after it was told to stop (calls that never settle
+ * on their own: a deadlock): it closes its instances to end them. Calls open at this instant
+ * count as never settled.
+ */
+export interface ForcedCloseEvent extends Stamp {
+  readonly type: "forced-close";
+  readonly open: number;
+}
+
 /** Free text from the orchestrator (phases of the run), shown in minimal histories. */
 export interface NoteEvent extends Stamp {
   readonly type: "note";
@@ -168,7 +178,7 @@ export interface NoteEvent extends Stamp {
 
 export type HistoryEvent =
   | InvokeEvent | OkEvent | FailEvent | LeaseEvent | ObsEvent | AbortEvent | RenewEvent | EndEvent
-  | GuardEvent | CounterEvent | SignalEvent | ListenerLeakEvent | FaultEvent | LeakEvent | NoteEvent;
+  | GuardEvent | CounterEvent | SignalEvent | ListenerLeakEvent | FaultEvent | LeakEvent | NoteEvent | ForcedCloseEvent;
 
 type Unstamp<E> = E extends unknown ? Omit<E, "t" | "w"> : never;
 

@@ -163,9 +163,10 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
     await new Promise<void>((r) => file.end(r));
     const keep = !passed || o.keepHistory;
     const totalS = (monoMs() - t0) / 1000;
+    log(`timings: setup ${setupS.toFixed(1)} s, run ${runS.toFixed(1)} s, drain ${drainS.toFixed(1)} s, ` +
+      `check ${checkS.toFixed(1)} s, total ${totalS.toFixed(1)} s`);
     if (passed) {
-      log(`VERDICT: PASS (seed ${o.seed}, ${o.deployment}); setup ${setupS.toFixed(1)} s, run ${runS.toFixed(1)} s, ` +
-        `drain ${drainS.toFixed(1)} s, check ${checkS.toFixed(1)} s`);
+      log(`VERDICT: PASS (seed ${o.seed}, ${o.deployment})`);
     } else {
       log(`VERDICT: FAIL (seed ${o.seed}, ${o.deployment}): ${failures.length} protocol violation(s)` +
         (Object.keys(patterns).length > 0 ? ` [${Object.entries(patterns).map(([p, n]) => `${p}: ${n}`).join(", ")}]` : ""));
@@ -258,8 +259,11 @@ function startWorker(config: WorkerConfig, record: (e: HistoryEvent) => void, em
   return {
     index: config.index, child, done,
     stop() {
+      // A worker may have finished (at its stop time) before the nemesis healed: nothing to stop.
+      if (child.exitCode !== null || child.signalCode !== null) return;
       send(child, { type: "stop" });
-      killTimer ??= setTimeout(() => child.kill("SIGKILL"), 60_000);
+      // The child keeps the process alive while it runs; the timer need not.
+      killTimer ??= setTimeout(() => child.kill("SIGKILL"), 60_000).unref();
     },
   };
 }

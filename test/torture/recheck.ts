@@ -17,14 +17,12 @@ if (!dir) {
 const history = parseHistory(readFileSync(path.join(dir, "history.jsonl"), "utf8"));
 const endFile = path.join(dir, "end-state.json");
 // Without the end state (logs, counters, sweep) only the history-based checkers can judge.
-const saved: SavedRun = existsSync(endFile) ? JSON.parse(readFileSync(endFile, "utf8")) as SavedRun : {
-  options: { seed: -1, deployment: "single", minutes: 0 }, logs: [], counters: [],
-  sweep: { drainedAfterMs: 0, deadlineMs: 0, stillBusy: [], noTtl: [], orphanTickets: [] },
-};
-if (!existsSync(endFile)) process.stdout.write("(no end-state.json: fenced registers, counters' final values and the sweep are not checked)\n");
-const { model, violations } = checkHistory(history, { logs: new Map(saved.logs), counters: new Map(saved.counters), sweep: saved.sweep });
+const saved = existsSync(endFile) ? JSON.parse(readFileSync(endFile, "utf8")) as SavedRun : undefined;
+if (!saved) process.stdout.write("(no end-state.json: fenced registers, counters' final values and the sweep are not checked)\n");
+const { model, violations } = checkHistory(history,
+  saved && { logs: new Map(saved.logs), counters: new Map(saved.counters), sweep: saved.sweep });
 const failures = violations.filter((v) => v.severity === "violation");
-const out: string[] = [`seed ${saved.options.seed}, ${saved.options.deployment}, ${saved.options.minutes} min: ${history.length} events`];
+const out: string[] = [`${saved ? `seed ${saved.options.seed}, ${saved.options.deployment}, ${saved.options.minutes} min: ` : ""}${history.length} events`];
 out.push(...summarize(violations));
 for (const [i, v] of failures.entries()) {
   out.push(`\n[${i + 1}/${failures.length}] ${v.checker}${v.lock ? ` ${v.lock}` : ""}${v.patterns ? ` (looks like: ${v.patterns.join(", ")})` : ""}`);

@@ -40,8 +40,17 @@ export class Recorder {
   }
 
   emit(event: Unstamped, t = this.now()): void {
+    if (event.type === "invoke") this.#open++;
+    else if (event.type === "ok" || event.type === "fail") this.#open--;
     this.#buffer.push({ ...event, t, w: this.worker } as HistoryEvent);
   }
+
+  /** Calls invoked and not settled yet. */
+  get openCalls(): number {
+    return this.#open;
+  }
+
+  #open = 0;
 
   callId(): string {
     return `${this.worker}.c${++this.#calls}`;

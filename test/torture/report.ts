@@ -30,6 +30,7 @@ function line(e: HistoryEvent): string {
     case "fault": return `${at}FAULT ${e.fault} ${e.phase} ${e.target}${e.detail ? ` ${JSON.stringify(e.detail)}` : ""}${e.dataLoss ? " (data loss)" : ""}`;
     case "leaks": return `${at}leaks ${JSON.stringify({ ...e.handles, ...e.listeners })}`;
     case "note": return `${at}${e.level === "error" ? "ERROR " : ""}${e.text}`;
+    case "forced-close": return `${at}FORCED CLOSE: ${e.open} call(s) still open long after the stop`;
   }
 }
 

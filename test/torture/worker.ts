@@ -150,10 +150,25 @@ class Worker {
     const env = this.#env as ExecEnv;
     const scope: PlanScope = { deployment: this.#config.deployment, keys: this.#config.keys, instanceTtls: env.instanceTtls };
     const executor = new Executor(env);
-    await Promise.all(Array.from({ length: this.#config.flows }, async (_, f) => {
+    const flows = Promise.all(Array.from({ length: this.#config.flows }, async (_, f) => {
       const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
       while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(nextOp(rng, scope));
     }));
+    // Every operation ends within a few seconds of the stop (bounded waits, short sections) unless
+    // something never settles: then close the instances, which rejects what still waits.
+    let grace: NodeJS.Timeout | undefined;
+    const stuck = new Promise<void>((resolve) => {
+      const arm = (): void => { grace = setTimeout(resolve, Math.max(0, this.#stopAt - monoMs()) + STOP_GRACE_MS); };
+      arm();
+    });
+    const finished = await Promise.race([flows.then(() => true), stuck.then(() => false)]);
+    clearTimeout(grace);
+    if (!finished) {
+      this.#rec.emit({ type: "forced-close", open: this.#rec.openCalls });
+      await Promise.all(env.instances.map((locks) => locks.close()));
+      await Promise.race([flows, new Promise((r) => { grace = setTimeout(r, STOP_GRACE_MS); })]);
+      clearTimeout(grace);
+    }
     // Late jobs still running finish on their own (their acquisitions are bounded or get the lock);
     // close() below ends any that still wait.
     const until = monoMs() + 20_000;
@@ -224,6 +239,9 @@ class Worker {
     }
   }
 }
+
+/** How long after the stop a worker's flows may still run before it closes its instances. */
+const STOP_GRACE_MS = 15_000;
 
 let worker: Worker | undefined;
 

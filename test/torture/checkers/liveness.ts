@@ -12,10 +12,21 @@ const ACQUIRING = new Set(["acquire", "tryAcquire", "withLock", "foreign-try"]);
 
 export function checkCalls(model: Model): Violation[] {
   const out: Violation[] = [];
+  // A worker that had to close its instances to end calls still open after the stop.
+  const forced = new Map<number, number>();
+  for (const e of model.events) if (e.type === "forced-close") forced.set(e.w, e.t);
   for (const c of model.calls.values()) {
     const op = c.invoke.op;
     const end = ACQUIRING.has(op) ? c.leaseAt ?? c.doneAt : c.doneAt;
     const what = `${op}${c.invoke.key ? ` of ${c.invoke.prim ?? ""}:${c.invoke.key}` : ""} (call ${c.id}, worker ${c.worker})`;
+    const forcedAt = forced.get(c.worker);
+    if (forcedAt !== undefined && c.invoke.t < forcedAt && (end === undefined || end >= forcedAt)) {
+      out.push({
+        checker: "liveness", severity: "violation", window: [c.invoke.t, forcedAt],
+        message: `${what} started at ${c.invoke.t.toFixed(1)} ms and was still open when its worker had to close its instances, long after the stop`,
+      });
+      continue;
+    }
     if (end === undefined) {
       out.push({
         checker: "liveness", severity: "violation", window: [c.invoke.t, model.endAt],
