@@ -165,6 +165,19 @@ describe("fenced register and counters (resource tier)", () => {
     assert.equal(told[0]?.severity, "acknowledged", "the second holder lost its lease and was told");
     assert.match(checkCounters(buildModel([...leases, counter(10, "A", 4)]), new Map([["c", 2]]))[0]?.message ?? "", /below the acknowledged write/);
   });
+
+  it("a holder stopped between its look and its write broke an assumption (a write under way cannot be called back)", () => {
+    const events: HistoryEvent[] = [
+      h.lease(0, 0, "A", "k", "1", "a"), h.lease(0, 1, "B", "k", "2", "b"),
+      { type: "obs", t: 5, w: 1, lease: "B", held: true, aborted: false, via: "before-write" },
+      h.fault(6, "pause-worker", "start", "worker1"), h.fault(400, "pause-worker", "end", "worker1"),
+      { type: "counter", t: 100, w: 0, lease: "A", key: "c", read: 0, wrote: 1, outcome: "ok" },
+      { type: "counter", t: 401, w: 1, lease: "B", key: "c", read: 0, wrote: 1, outcome: "ok" },
+    ];
+    const [v] = checkCounters(buildModel(events), new Map([["c", 1]]));
+    assert.equal(v?.severity, "assumption-broken");
+    assert.match(v?.assumption ?? "", /worker 1 was stopped/);
+  });
 });
 
 describe("liveness, hygiene and wrong answers", () => {

@@ -86,7 +86,16 @@ export function checkCounters(model: Model, finals: CounterFinals): Violation[] 
       const window = [Math.min(...same.map((u) => u.t)), Math.max(...same.map((u) => u.t))] as [number, number];
       const message = `${key}: ${same.length} sections each wrote ${value} (read ${value - 1}): ${same.length - 1} update(s) lost ` +
         `(leases ${same.map((u) => u.lease).join(", ")})`;
-      const assumption = brokenAssumption(model, window[0], window[1]);
+      // A holder stopped (SIGSTOP) between its look and its write cannot be called back: the
+      // documented gap that only fencing closes.
+      const paused = same.find((u) => {
+        const look = lastLookBefore(model, u.lease, u.t);
+        return look !== undefined && model.faults.some((f) => f.fault === "pause-worker" && f.target === `worker${u.w}` &&
+          f.from <= u.t && f.to >= look);
+      });
+      const assumption = brokenAssumption(model, window[0], window[1]) ??
+        (paused && `worker ${paused.w} was stopped (SIGSTOP) between ${paused.lease}'s last look and its write: a write ` +
+          "under way cannot be called back (see docs/quorum.md, What it does not protect against)");
       const base = { checker: "counter" as const, lock: key, message, window, leases: same.map((u) => u.lease) };
       if (assumption) out.push({ ...base, severity: "assumption-broken", assumption });
       else if (told) out.push({ ...base, severity: "acknowledged" });
@@ -102,4 +111,14 @@ export function checkCounters(model: Model, finals: CounterFinals): Violation[] 
     }
   }
   return out;
+}
+
+/** When the holder of `lease` last looked at it before `t` (its look before a write). */
+function lastLookBefore(model: Model, lease: string, t: number): number | undefined {
+  let at: number | undefined;
+  for (const e of model.events) {
+    if (e.t > t) break;
+    if (e.type === "obs" && e.lease === lease && e.via === "before-write") at = e.t;
+  }
+  return at;
 }
