@@ -80,42 +80,61 @@ export function brokenAssumption(model: Model, from: number, to: number): string
  * should have been over (`stale`) and the one that came in (`fresh`).
  */
 export function patternsOf(model: Model, stale: LeaseRecord, fresh: LeaseRecord): Pattern[] {
+  const out = leasePatterns(model, stale, fresh.start);
+  if (fresh.late && !out.includes("outlived-section")) out.unshift("outlived-section");
+  if (out.length > 1) return out.filter((p) => p !== "unexplained");
+  return out;
+}
+
+/** What happened to `lease`'s hold up to `until` that explains why it was not what it seemed. */
+export function leasePatterns(model: Model, lease: LeaseRecord, until: number): Pattern[] {
   const out: Pattern[] = [];
-  const lock = lockOf(stale.prim, stale.key);
-  if (stale.late || fresh.late) out.push("outlived-section");
-  const parent = stale.parent === undefined ? undefined : model.leases.get(stale.parent);
+  const lock = lockOf(lease.prim, lease.key);
+  if (lease.late) out.push("outlived-section");
+  const parent = lease.parent === undefined ? undefined : model.leases.get(lease.parent);
   const newToken = (child: LeaseRecord, outer: LeaseRecord): boolean =>
     !child.late && child.owner === outer.owner && child.token !== outer.token && lockOf(child.prim, child.key) === lock;
-  if ((parent && newToken(stale, parent)) || [...model.leases.values()].some((l) => l.parent === stale.id && newToken(l, stale))) {
+  if ((parent && newToken(lease, parent)) || [...model.leases.values()].some((l) => l.parent === lease.id && newToken(l, lease))) {
     out.push("reentry-new-token");
   }
-  const closing = [...model.calls.values()].some((c) => c.invoke.op === "close" && c.worker === stale.worker &&
-    c.invoke.args?.instance === stale.instance && c.invoke.t < stale.start && (c.doneAt === undefined || c.doneAt >= stale.start - 50));
+  const closing = [...model.calls.values()].some((c) => c.invoke.op === "close" && c.worker === lease.worker &&
+    c.invoke.args?.instance === lease.instance && c.invoke.t < lease.start && (c.doneAt === undefined || c.doneAt >= lease.start - 50));
   if (closing) out.push("acquired-during-close");
   const replayed = model.cuts.some((c) => {
     const key = c.detail?.key;
     return /release/.test(String(c.detail?.script ?? "")) && typeof key === "string" && lockOfRedisKey(key) === lock &&
-      c.t >= stale.start - 1 && c.t <= fresh.start;
+      c.t >= lease.start - 1 && c.t <= until;
   });
   if (replayed) out.push("replayed-release");
-  // extend() on the stale hold while the watchdog's renewal of it was on the wire: the renewal's
+  // extend() on the hold while the watchdog's renewal of it was on the wire: the renewal's
   // confirmation lands within one round trip (the extend's own) of the extend's call or reply.
   const raced = [...model.calls.values()].some((c) => {
-    if (c.invoke.op !== "extend" || c.invoke.lease === undefined || !sameHold(model, c.invoke.lease, stale)) return false;
-    if (c.invoke.t < stale.start || c.invoke.t > fresh.start || c.doneAt === undefined || c.outcome !== "ok") return false;
+    if (c.invoke.op !== "extend" || c.invoke.lease === undefined || !sameHold(model, c.invoke.lease, lease)) return false;
+    if (c.invoke.t < lease.start || c.invoke.t > until || c.doneAt === undefined || c.outcome !== "ok") return false;
     const from = c.invoke.t - 1;
     const to = c.doneAt + (c.doneAt - c.invoke.t) + 5;
-    return model.events.some((e) => e.type === "renew" && e.automatic && e.w === stale.worker && e.key === stale.key &&
-      e.token === stale.token && e.t >= from && e.t <= to);
+    return model.events.some((e) => e.type === "renew" && e.automatic && e.w === lease.worker && e.key === lease.key &&
+      e.token === lease.token && e.t >= from && e.t <= to);
   });
   if (raced) out.push("extend-race");
   const dropped = model.faults.some((f) =>
     (f.fault === "reset" || f.fault === "kill-node" || (f.fault === "blackhole" && f.detail?.heal === "reset") ||
       (f.fault === "cut" && /acquire/.test(String(f.detail?.classes ?? "")))) &&
-    f.to >= stale.start - 2_000 && f.from <= fresh.start);
+    f.to >= lease.start - 2_000 && f.from <= until);
   if (dropped && out.length === 0) out.push("resent-command");
   if (out.length === 0) out.push("unexplained");
   return out;
+}
+
+/** The longest ttl `lease`'s hold was given before `until` (its own, or an extend()'s). */
+export function longestTtl(model: Model, lease: LeaseRecord, until: number): number {
+  let ttl = lease.ttl;
+  for (const c of model.calls.values()) {
+    const asked = c.invoke.args?.ttl;
+    if (c.invoke.op === "extend" && typeof asked === "number" && c.invoke.t <= until && c.invoke.lease !== undefined &&
+      sameHold(model, c.invoke.lease, lease)) ttl = Math.max(ttl, asked);
+  }
+  return ttl;
 }
 
 /** Whether lease `id` stands on the same hold as `lease` (same owner and token on the same lock). */
