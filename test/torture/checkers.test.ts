@@ -85,8 +85,8 @@ describe("believed-hold overlap (lease tier)", () => {
     assert.equal(during[0]?.severity, "assumption-broken");
     assert.match(during[0]?.assumption ?? "", /without persistence/);
     const before = checkExclusion(buildModel([...base,
-      h.fault(-900, "kill-node", "start", "redis", { dataLoss: true }), h.fault(-800, "kill-node", "end", "redis", { dataLoss: true })]));
-    assert.equal(before[0]?.severity, "violation", "a restart before the first hold began explains nothing");
+      h.fault(-9_000, "kill-node", "start", "redis", { dataLoss: true }), h.fault(-8_900, "kill-node", "end", "redis", { dataLoss: true })]));
+    assert.equal(before[0]?.severity, "violation", "a restart well before the first hold began explains nothing");
   });
 
   it("labels a job that outlived its section, and an extend that raced a watchdog renewal", () => {
