@@ -6,7 +6,7 @@
  * happened: two holders each trusted a lease at the same instant.
  */
 import { descendsFrom, lockOf, type LeaseRecord, type Model } from "./model.js";
-import { brokenAssumption, patternsOf, type Violation } from "./violation.js";
+import { brokenAssumption, leasePatterns, patternsOf, type Violation } from "./violation.js";
 
 interface Interval {
   readonly lease: LeaseRecord;
@@ -110,9 +110,15 @@ export function checkPermits(model: Model): Violation[] {
       if (over && !inExcess) {
         const leases = [...active].map((i) => i.lease);
         const until = Math.min(...[...active].map((i) => i.to));
+        // What explains it is on the holders that came first (one of them should have been gone).
+        const patterns = [...new Set(leases.filter((l) => l.start < p.at).flatMap((l) => leasePatterns(model, l, p.at)))];
         out.push(classify(model, {
           checker: "semaphore", lock, leases: leases.map((l) => l.id), window: [p.at, until],
           message: `${active.size} believed holders of ${lock} (${permits} permits): ${leases.map(describe).join(", ")}`,
+          // A specific explanation makes the fallbacks (a dropped connection somewhere, none) moot.
+          patterns: patterns.some((x) => x !== "unexplained" && x !== "resent-command")
+            ? patterns.filter((x) => x !== "unexplained" && x !== "resent-command")
+            : patterns.length > 1 ? patterns.filter((x) => x !== "unexplained") : patterns,
         }, Math.min(...leases.map((l) => l.start))));
       }
       inExcess = over;
