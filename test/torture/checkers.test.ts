@@ -1,0 +1,230 @@
+/**
+ * The torture checkers on tiny hand-written histories: each rule, the cases it must let pass,
+ * and how a report is classified. No Redis here: checkers are pure functions of a history.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { checkAnswers } from "./checkers/answers.js";
+import { checkHistory } from "./checkers/index.js";
+import { checkExclusion, checkPermits } from "./checkers/exclusion.js";
+import { checkCalls, checkSweep, checkWorkers } from "./checkers/liveness.js";
+import { buildModel } from "./checkers/model.js";
+import { checkCounters, checkFencedRegisters } from "./checkers/resources.js";
+import type { Violation } from "./checkers/violation.js";
+import type { HistoryEvent, Prim } from "./history.js";
+
+/** Builders for hand-written histories. */
+const h = {
+  lease: (t: number, w: number, lease: string, key: string, token: string, owner: string,
+    o: { prim?: Prim; parent?: string; late?: boolean; permits?: number; call?: string } = {}): HistoryEvent => ({
+    type: "lease", t, w, lease, key, token, owner, prim: o.prim ?? "mutex", call: o.call ?? `${lease}.call`, instance: 0, ttl: 1_000,
+    ...(o.parent && { parent: o.parent }), ...(o.late && { late: true }), ...(o.permits && { permits: o.permits }),
+  }),
+  look: (t: number, w: number, lease: string, held = true, via: "poll" | "end" = "poll"): HistoryEvent =>
+    ({ type: "obs", t, w, lease, held, aborted: !held, via }),
+  end: (t: number, w: number, lease: string): HistoryEvent => ({ type: "end", t, w, lease }),
+  invoke: (t: number, w: number, call: string, op: "release" | "extend" | "acquire" | "withLock" | "guard", boundMs: number | null,
+    o: { lease?: string; key?: string; args?: Record<string, string | number | boolean> } = {}): HistoryEvent =>
+    ({ type: "invoke", t, w, call, op, boundMs, ...o }),
+  ok: (t: number, w: number, call: string): HistoryEvent => ({ type: "ok", t, w, call }),
+  lost: (t: number, w: number, call: string): HistoryEvent => ({
+    type: "fail", t, w, call, error: { name: "LockLostError", code: "ERR_SURELOCK_LOCK_LOST", reason: "expired", message: "lost" },
+  }),
+  fault: (t: number, fault: "kill-node" | "cut" | "pause-worker" | "latency", phase: "start" | "end" | "hit", target: string,
+    o: { dataLoss?: boolean; detail?: Record<string, string | number | boolean | null> } = {}): HistoryEvent =>
+    ({ type: "fault", t, w: -1, fault, phase, target, ...o }),
+};
+
+const only = (vs: readonly Violation[], severity = "violation"): Violation[] => vs.filter((v) => v.severity === severity);
+
+describe("believed-hold overlap (lease tier)", () => {
+  it("two holds of one mutex believed at the same instant are a violation", () => {
+    const vs = checkExclusion(buildModel([
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(50, 0, "A"), h.look(120, 0, "A"),
+      h.lease(100, 1, "B", "k", "11", "b"), h.look(130, 1, "B"),
+    ]));
+    assert.equal(only(vs).length, 1);
+    assert.equal(vs[0]?.checker, "believed-overlap");
+    assert.deepEqual(vs[0]?.window, [100, 120]);
+  });
+
+  it("a hold that stopped believing before the next one came in is fine, however late it released", () => {
+    const vs = checkExclusion(buildModel([
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(90, 0, "A"), h.look(95, 0, "A", false), h.end(400, 0, "A"),
+      h.lease(100, 1, "B", "k", "11", "b"), h.look(130, 1, "B"),
+    ]));
+    assert.deepEqual(vs, []);
+  });
+
+  it("re-entries of one hold (same owner and token) and different keys never conflict", () => {
+    const vs = checkExclusion(buildModel([
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(200, 0, "A"),
+      h.lease(10, 0, "A2", "k", "10", "a", { parent: "A" }), h.look(150, 0, "A2"),
+      h.lease(20, 1, "C", "other", "3", "c"), h.look(150, 1, "C"),
+    ]));
+    assert.deepEqual(vs, []);
+  });
+
+  it("one owner believed at once under two tokens is reported as a re-entry with a new token", () => {
+    const vs = checkExclusion(buildModel([
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(200, 0, "A"),
+      h.lease(50, 0, "A2", "k", "99", "a", { parent: "A" }), h.look(150, 0, "A2"),
+    ]));
+    assert.equal(vs.length, 1);
+    assert.equal(vs[0]?.checker, "reentry-token");
+    assert.deepEqual(vs[0]?.patterns, ["reentry-new-token"]);
+  });
+
+  it("a server that forgot its data while the first hold held it breaks an assumption, not the protocol", () => {
+    const base = [
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(300, 0, "A"),
+      h.lease(200, 1, "B", "k", "11", "b"), h.look(250, 1, "B"),
+    ];
+    const during = checkExclusion(buildModel([...base,
+      h.fault(100, "kill-node", "start", "redis", { dataLoss: true }), h.fault(150, "kill-node", "end", "redis", { dataLoss: true })]));
+    assert.equal(during[0]?.severity, "assumption-broken");
+    assert.match(during[0]?.assumption ?? "", /without persistence/);
+    const before = checkExclusion(buildModel([...base,
+      h.fault(-9_000, "kill-node", "start", "redis", { dataLoss: true }), h.fault(-8_900, "kill-node", "end", "redis", { dataLoss: true })]));
+    assert.equal(before[0]?.severity, "violation", "a restart well before the first hold began explains nothing");
+  });
+
+  it("labels a job that outlived its section, and an extend that raced a watchdog renewal", () => {
+    const late = checkExclusion(buildModel([
+      h.lease(0, 0, "J", "k", "10", "a", { late: true }), h.look(150, 0, "J"),
+      h.lease(100, 1, "B", "k", "11", "b"), h.look(130, 1, "B"),
+    ]));
+    assert.deepEqual(late[0]?.patterns, ["outlived-section"]);
+    const raced = checkExclusion(buildModel([
+      h.lease(0, 0, "A", "k", "10", "a"), h.invoke(40, 0, "x", "extend", 100, { lease: "A", args: { ttl: 60_000 } }),
+      { type: "renew", t: 55, w: 0, key: "k", token: "10", ttl: 1_000, automatic: true }, h.ok(60, 0, "x"), h.look(1_500, 0, "A"),
+      h.lease(1_200, 1, "B", "k", "11", "b"), h.look(1_300, 1, "B"),
+    ]));
+    assert.deepEqual(raced[0]?.patterns, ["extend-race"]);
+  });
+});
+
+describe("read-write locks and semaphores", () => {
+  it("a reader nested in the writer's own hold is fine; any other reader during a write is not", () => {
+    const vs = checkExclusion(buildModel([
+      h.lease(0, 0, "W", "d", "5", "w", { prim: "write" }), h.look(300, 0, "W"),
+      h.lease(10, 0, "W2", "d", "5", "w", { prim: "write", parent: "W" }), h.look(200, 0, "W2"),
+      h.lease(20, 0, "R1", "d", "6", "r1", { prim: "read", parent: "W2" }), h.look(100, 0, "R1"),
+      h.lease(50, 1, "R2", "d", "7", "r2", { prim: "read" }), h.look(60, 1, "R2"),
+    ]));
+    assert.equal(vs.length, 1);
+    assert.equal(vs[0]?.checker, "read-write");
+    assert.deepEqual(vs[0]?.leases, ["W", "R2"]);
+  });
+
+  it("readers share; never more believed permit holders than permits", () => {
+    assert.deepEqual(checkExclusion(buildModel([
+      h.lease(0, 0, "R1", "d", "1", "a", { prim: "read" }), h.look(100, 0, "R1"),
+      h.lease(10, 1, "R2", "d", "2", "b", { prim: "read" }), h.look(100, 1, "R2"),
+    ])), []);
+    const sem = (n: number): HistoryEvent[] => Array.from({ length: n }, (_, i) => [
+      h.lease(i * 10, i, `S${i}`, "s", String(i), `o${i}`, { prim: "sem", permits: 2 }), h.look(100, i, `S${i}`),
+    ]).flat();
+    assert.deepEqual(checkPermits(buildModel(sem(2))), []);
+    const over = checkPermits(buildModel(sem(3)));
+    assert.equal(over.length, 1, "one report per episode");
+    assert.deepEqual(over[0]?.window, [20, 100]);
+  });
+});
+
+describe("fenced register and counters (resource tier)", () => {
+  const write = (t: number, lease: string, writeId: string, token: string, outcome: "written" | "refused" | "unknown"): HistoryEvent =>
+    ({ type: "guard", t, w: 0, lease, resource: "res-k", writeId, token, outcome });
+
+  it("a clean log passes: tokens never go down, each accepted write once, unknown outcomes either way", () => {
+    const model = buildModel([write(1, "A", "g1", "5", "written"), write(2, "A", "g2", "5", "unknown"), write(3, "B", "g3", "4", "refused"), write(4, "C", "g4", "9", "written")]);
+    assert.deepEqual(checkFencedRegisters(model, new Map([["res-k", ["g1:5", "g4:9"]]])), []);
+  });
+
+  it("reports a fence that went backwards, an accepted write that is missing, a refused one that is there, a replayed one", () => {
+    const model = buildModel([write(1, "A", "g1", "9", "written"), write(2, "B", "g2", "5", "written"), write(3, "C", "g3", "7", "refused"), write(4, "D", "g4", "10", "written")]);
+    const vs = checkFencedRegisters(model, new Map([["res-k", ["g1:9", "g2:5", "g3:7", "g3:7"]]]));
+    const messages = vs.map((v) => v.message).join("\n");
+    assert.match(messages, /went backwards/);
+    assert.match(messages, /g4 .*not in the log/);
+    assert.match(messages, /g3 was refused to the client but is in the log/);
+    assert.match(messages, /g3 .*2 times/);
+    assert.ok(vs.some((v) => v.patterns?.includes("replayed-write")));
+  });
+
+  it("two holds that wrote the same counter value lost an update; siblings of one hold do not count", () => {
+    const counter = (t: number, lease: string, read: number): HistoryEvent =>
+      ({ type: "counter", t, w: 0, lease, key: "c", read, wrote: read + 1, outcome: "ok" });
+    const leases = [
+      h.lease(0, 0, "A", "k", "1", "a"), h.lease(0, 0, "A2", "k", "1", "a", { parent: "A" }), h.lease(0, 1, "B", "k", "2", "b"),
+    ];
+    assert.deepEqual(checkCounters(buildModel([...leases, counter(10, "A", 0), counter(11, "A2", 0)]), new Map([["c", 1]])), []);
+    const lost = checkCounters(buildModel([...leases, counter(10, "A", 0), counter(11, "B", 0)]), new Map([["c", 1]]));
+    assert.equal(only(lost).length, 1);
+    const told = checkCounters(buildModel([...leases, h.look(12, 1, "B", false), h.end(13, 1, "B"), counter(10, "A", 0), counter(11, "B", 0)]), new Map([["c", 1]]));
+    assert.equal(told[0]?.severity, "acknowledged", "the second holder lost its lease and was told");
+    assert.match(checkCounters(buildModel([...leases, counter(10, "A", 4)]), new Map([["c", 2]]))[0]?.message ?? "", /below the acknowledged write/);
+  });
+
+  it("a holder stopped between its look and its write broke an assumption (a write under way cannot be called back)", () => {
+    const events: HistoryEvent[] = [
+      h.lease(0, 0, "A", "k", "1", "a"), h.lease(0, 1, "B", "k", "2", "b"),
+      { type: "obs", t: 5, w: 1, lease: "B", held: true, aborted: false, via: "before-write" },
+      h.fault(6, "pause-worker", "start", "worker1"), h.fault(400, "pause-worker", "end", "worker1"),
+      { type: "counter", t: 100, w: 0, lease: "A", key: "c", read: 0, wrote: 1, outcome: "ok" },
+      { type: "counter", t: 401, w: 1, lease: "B", key: "c", read: 0, wrote: 1, outcome: "ok" },
+    ];
+    const [v] = checkCounters(buildModel(events), new Map([["c", 1]]));
+    assert.equal(v?.severity, "assumption-broken");
+    assert.match(v?.assumption ?? "", /worker 1 was stopped/);
+  });
+});
+
+describe("liveness, hygiene and wrong answers", () => {
+  it("a call over its bound is reported; time its worker spent stopped does not count; a call that never settles is reported", () => {
+    const events = [
+      h.invoke(0, 0, "a", "release", 100), h.ok(150, 0, "a"),
+      h.invoke(0, 1, "b", "release", 100), h.ok(150, 1, "b"),
+      h.fault(10, "pause-worker", "start", "worker1"), h.fault(90, "pause-worker", "end", "worker1"),
+      h.invoke(0, 2, "c", "withLock", null),
+      h.invoke(0, 3, "d", "acquire", 100, { key: "k" }), h.lease(50, 3, "L", "k", "1", "o", { call: "d" }), h.ok(50, 3, "d"),
+    ];
+    const vs = checkCalls(buildModel(events));
+    assert.deepEqual(vs.map((v) => v.message.match(/call (\w)/)?.[1]).sort(), ["a", "c"]);
+  });
+
+  it("leaked handles, leaked signal listeners, unhandled errors, keys without TTL and orphan tickets are reported", () => {
+    const vs = checkWorkers(buildModel([
+      { type: "leaks", t: 1, w: 0, handles: { TCPSocketWrap: 1 }, listeners: {} },
+      { type: "leaks", t: 1, w: 1, handles: {}, listeners: {} },
+      { type: "listener-leak", t: 2, w: 0, call: "x", count: 1 },
+      { type: "note", t: 3, w: 0, level: "error", text: "unhandled rejection" },
+    ]));
+    assert.equal(vs.length, 3);
+    const sweep = checkSweep({ drainedAfterMs: null, deadlineMs: 5, stillBusy: ["surelock:{k}:lock"], noTtl: ["surelock:{k}:fence"], orphanTickets: ["t1"] });
+    assert.deepEqual(sweep.map((v) => v.checker).sort(), ["hygiene", "hygiene", "liveness"]);
+  });
+
+  it("a release told 'lost' right after its holder saw the lease held, with nobody else in, is a wrong answer", () => {
+    const base = [
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(100, 0, "A", true, "end"),
+      h.invoke(100, 0, "r", "release", 1_000, { lease: "A", args: { nth: 1 } }),
+      h.fault(101, "cut", "hit", "redis", { detail: { script: "release", key: "surelock:{k}:lock" } }),
+      h.lost(160, 0, "r"),
+    ];
+    const vs = checkAnswers(buildModel(base));
+    assert.equal(vs.length, 1);
+    assert.deepEqual(vs[0]?.patterns, ["replayed-release"]);
+    const takenOver = checkAnswers(buildModel([...base, h.lease(120, 1, "B", "k", "11", "b")]));
+    assert.deepEqual(takenOver, [], "someone else got the lock: the answer may be right");
+    const delayed = checkAnswers(buildModel([...base, h.fault(50, "latency", "start", "redis"), h.fault(150, "latency", "end", "redis")]));
+    assert.deepEqual(delayed, [], "a slow link can let the lease expire under a release in flight");
+  });
+
+  it("checkHistory runs every checker over one history and the end state", () => {
+    const { violations } = checkHistory([
+      h.lease(0, 0, "A", "k", "10", "a"), h.look(120, 0, "A"), h.lease(100, 1, "B", "k", "11", "b"), h.look(130, 1, "B"),
+    ], { logs: new Map(), counters: new Map(), sweep: { drainedAfterMs: 3, deadlineMs: 5, stillBusy: [], noTtl: [], orphanTickets: [] } });
+    assert.deepEqual(violations.map((v) => v.checker), ["believed-overlap"]);
+  });
+});
