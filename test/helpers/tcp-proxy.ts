@@ -44,6 +44,12 @@ export interface TcpProxy {
    * side is closed gracefully after it). Resolves once the reply was lost. One-shot.
    */
   loseReplyTo(text: string): Promise<void>;
+  /**
+   * While on, connections opened from now on are blackholed (accepted, then silent both ways)
+   * whatever the mode; existing ones are untouched. A partition of a client's new connection
+   * (a duplicated subscriber, a reconnect) while its established one still works.
+   */
+  blackholeNew(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -59,6 +65,8 @@ interface Link {
   lostClose: { up?: 'end' | 'reset'; down?: 'end' | 'reset' };
   /** A request matched `loseReplyTo`: its reply (the next bytes down) is lost with the connection. */
   loseNextReply?: () => void;
+  /** Opened while blackholeNew() was on: silent for its whole life. */
+  silent?: boolean;
 }
 
 interface Watch {
@@ -85,6 +93,7 @@ export async function startProxy(target: { host: string; port: number }): Promis
   const links = new Set<Link>();
   const delays = { up: 0, down: 0 };
   let watches: Watch[] = [];
+  let silenceNew = false;
 
   const apply = (dst: net.Socket, src: net.Socket, item: Item) => {
     if (dst.destroyed) return;
@@ -98,6 +107,7 @@ export async function startProxy(target: { host: string; port: number }): Promis
   };
 
   const deliver = (link: Link, dir: 'up' | 'down', item: Item) => {
+    if (link.silent) return;
     if (current === 'blackhole') {
       if (item === 'reset' || (item === 'end' && !link.lostClose[dir])) link.lostClose[dir] = item;
       return;
@@ -144,7 +154,7 @@ export async function startProxy(target: { host: string; port: number }): Promis
     const upstream = net.connect({ host: target.host, port: target.port, allowHalfOpen: true });
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const link: Link = { client, upstream, queued: { up: [], down: [] }, lostClose: {} };
+    const link: Link = { client, upstream, queued: { up: [], down: [] }, lostClose: {}, silent: silenceNew };
     links.add(link);
 
     client.on('data', (c: Buffer) => deliver(link, 'up', c));
@@ -218,6 +228,9 @@ export async function startProxy(target: { host: string; port: number }): Promis
     connectionCount: () => [...links].filter((l) => !l.client.destroyed).length,
     delay: (dir, ms) => {
       delays[dir] = ms;
+    },
+    blackholeNew: (on) => {
+      silenceNew = on;
     },
     seen: (text) => new Promise<void>((done) => { watches.push({ text, done, loseReply: false }); }),
     loseReplyTo: (text) => new Promise<void>((done) => { watches.push({ text, done, loseReply: true }); }),
