@@ -26,7 +26,7 @@ export interface TcpProxy {
   resume(): void;
   /** RST every current connection (client and upstream side). */
   dropAll(): void;
-  /** Client connections currently open through the proxy. */
+  /** Client connections currently open through the proxy (not closed by their client). */
   connectionCount(): number;
   /**
    * Holds every chunk going `dir` ('up' client->server, 'down' server->client) for `ms`
@@ -67,6 +67,8 @@ interface Link {
   loseNextReply?: () => void;
   /** Opened while blackholeNew() was on: silent for its whole life. */
   silent?: boolean;
+  /** The client closed or reset its side (it may still be held open here, in a partition). */
+  clientGone?: boolean;
 }
 
 interface Watch {
@@ -158,9 +160,9 @@ export async function startProxy(target: { host: string; port: number }): Promis
     links.add(link);
 
     client.on('data', (c: Buffer) => deliver(link, 'up', c));
-    client.on('end', () => deliver(link, 'up', 'end'));
-    client.on('error', () => deliver(link, 'up', 'reset'));
-    client.on('close', () => forget(link));
+    client.on('end', () => { link.clientGone = true; deliver(link, 'up', 'end'); });
+    client.on('error', () => { link.clientGone = true; deliver(link, 'up', 'reset'); });
+    client.on('close', () => { link.clientGone = true; forget(link); });
 
     upstream.on('data', (c: Buffer) => deliver(link, 'down', c));
     upstream.on('end', () => deliver(link, 'down', 'end'));
@@ -225,7 +227,7 @@ export async function startProxy(target: { host: string; port: number }): Promis
       }
       links.clear();
     },
-    connectionCount: () => [...links].filter((l) => !l.client.destroyed).length,
+    connectionCount: () => [...links].filter((l) => !l.client.destroyed && !l.clientGone).length,
     delay: (dir, ms) => {
       delays[dir] = ms;
     },
