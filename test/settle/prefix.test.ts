@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { Cluster, Redis } from "ioredis";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { createClient, createCluster } from "redis";
-import { Surelock } from "../../src/index.js";
+import { Surelock, type SurelockOptions } from "../../src/index.js";
 import { eventually, startsWaiting } from "../helpers/fixtures.js";
 import { startCluster, startSentinelSet, startStandalone, type ClusterSet, type RedisServer, type SentinelSet } from "../helpers/redis-topology.js";
 import { assertNoTrace, settles } from "./support.js";
@@ -68,12 +68,12 @@ describe("key prefixes of the client: keys inside, wake-ups on time", () => {
     await Promise.all([server.stop(), sentinel.stop(), cluster.stop()]);
   });
 
-  const surelock = (redis: ConstructorParameters<typeof Surelock>[0]["redis"]): Surelock => {
+  const surelock = (redis: SurelockOptions["redis"]): Surelock => {
     const locks = new Surelock({ redis, pollInterval: 60_000 });
     closers.push(() => locks.close());
     return locks;
   };
-  const ioredis = (options: ConstructorParameters<typeof Redis>[0] & object): Redis => {
+  const ioredis = (options: RedisOptions): Redis => {
     const redis = new Redis({ host: server.host, port: server.port, maxRetriesPerRequest: 1, ...options });
     redis.on("error", () => {});
     closers.push(() => redis.disconnect());
@@ -116,7 +116,7 @@ describe("key prefixes of the client: keys inside, wake-ups on time", () => {
   }
 
   it("node-redis keyPrefix, standalone: applied to keys and channels alike", async () => {
-    const make = async (): Promise<ReturnType<typeof createClient>> => {
+    const make = async (): Promise<SurelockOptions["redis"]> => {
       const c = createClient({ socket: { host: server.host, port: server.port }, keyPrefix: "nr:" });
       c.on("error", () => {});
       await c.connect();
@@ -130,7 +130,7 @@ describe("key prefixes of the client: keys inside, wake-ups on time", () => {
   });
 
   it("node-redis keyPrefix, Cluster", async () => {
-    const make = async (): Promise<ReturnType<typeof createCluster>> => {
+    const make = async (): Promise<SurelockOptions["redis"]> => {
       const c = createCluster({ rootNodes: cluster.startupNodes().map((n) => ({ url: `redis://${n.host}:${n.port}` })), keyPrefix: "nr:" });
       c.on("error", () => {});
       await c.connect();

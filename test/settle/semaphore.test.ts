@@ -21,7 +21,8 @@ describe("semaphore: the stored limit", () => {
     const five = h.locks().semaphore("pool", { permits: 5 });
     const a = await two.acquire();
     const b = await two.acquire();
-    for (const attempt of [() => five.acquire(), () => five.acquire({ timeout: 5_000 }), () => five.tryAcquire(), () => five.withLock(() => 1)]) {
+    const attempts: (() => Promise<unknown>)[] = [() => five.acquire(), () => five.acquire({ timeout: 5_000 }), () => five.tryAcquire(), () => five.withLock(() => 1)];
+    for (const attempt of attempts) {
       const s = await settles(attempt(), 2_000);
       const error = rejection(s);
       assert.ok(error instanceof ConflictError, String(error));
