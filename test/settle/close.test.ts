@@ -123,3 +123,29 @@ describe("close() settles, and settles every pending call", () => {
     assert.equal(proxy.connectionCount(), 1, "only the user's own connection goes through the proxy");
   });
 });
+
+describe("a wake-up subscription that never completes (a custom adapter)", () => {
+  it("the waiter is still served by its ticket refresh once the lock is free, rather than waiting for the subscription", async () => {
+    const { MemoryRedis } = await import("../../src/testing/index.js");
+    const memory = new MemoryRedis();
+    // An adapter whose subscriber connection accepts SUBSCRIBE and never confirms it.
+    const deaf = {
+      name: "deaf", cluster: false,
+      evalsha: memory.evalsha.bind(memory), eval: memory.eval.bind(memory), command: memory.command.bind(memory),
+      createSubscriber: async () => ({
+        subscribe: () => new Promise<void>(() => {}), unsubscribe: async () => {}, onMessage: () => {}, onReconnect: () => {}, close: async () => {},
+      }),
+    };
+    const holderSide = new Surelock({ redis: memory.duplicate() });
+    const waiterSide = new Surelock({ redis: deaf, ttl: 300 });
+    const held = await holderSide.mutex("deaf-adapter").acquire();
+    const waits = startsWaiting("deaf-adapter");
+    const pending = settles(waiterSide.mutex("deaf-adapter").acquire({ timeout: 5_000 }), 6_000);
+    await waits;
+    await held.release();
+    const s = await pending;
+    assert.ok(s.ok, `not served: ${String((s as { error?: unknown }).error)}`);
+    await s.value.release();
+    await Promise.all([holderSide.close(), waiterSide.close()]);
+  });
+});
