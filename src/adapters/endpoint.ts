@@ -79,13 +79,18 @@ export class Endpoint {
     return this.#bounded(this.adapter.command(args, key), String(args[0]), this.#deadlines, this.timeoutMs);
   }
 
-  /** Refuses, once and for all, a deployment whose version cannot work. An unknown version passes. */
+  /**
+   * Refuses, once and for all, a deployment whose version cannot work: every call then rejects
+   * with the same UnsupportedError (INFO is asked once). An unknown version passes.
+   */
   #supportedVersion(): Promise<void> {
     this.#supported ??= this.#bounded(this.adapter.command(["INFO", "server"]), "INFO server", this.#deadlines, this.timeoutMs).then(
       (info) => {
-        this.#checked = true;
         const version = /redis_version:(\d+)\.(\d+)/.exec(String(info));
-        if (!version) return;
+        if (!version) {
+          this.#checked = true;
+          return;
+        }
         const [major, minor] = [Number(version[1]), Number(version[2])];
         if (this.adapter.cluster && major < 7) {
           throw new UnsupportedError(
@@ -96,6 +101,8 @@ export class Endpoint {
         if (major < 6 || (major === 6 && minor < 2)) {
           throw new UnsupportedError(`${this.name} runs Redis ${major}.${minor}: surelock needs Redis 6.2 or later`);
         }
+        // Only a supported deployment skips the check from now on; a refused one stays refused.
+        this.#checked = true;
       },
       () => {
         // Could not ask (INFO refused, or the server is down): try again with the next call.

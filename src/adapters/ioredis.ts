@@ -62,7 +62,12 @@ export class IoredisAdapter implements RedisAdapter {
   readonly cluster: boolean;
   readonly #client: IoredisLike;
   readonly #nodes: NodeSender;
-  /** ioredis prefixes every key it sends (script KEYS included) with this, but no channel. */
+  /**
+   * ioredis prefixes every key it sends (script KEYS included) with this; of the channels, it
+   * prefixes SSUBSCRIBE's (a shard channel is a key to Redis) but not SUBSCRIBE's. Our wake-up
+   * connections are opened without a prefix and name the full channel themselves, the one the
+   * scripts publish on.
+   */
   readonly #keyPrefix: string;
   /**
    * Calls on the wire, when the client will not resend them after a reconnect: ioredis then drops
@@ -76,8 +81,10 @@ export class IoredisAdapter implements RedisAdapter {
     const { host = "127.0.0.1", port = 6379, sentinels, name } = client.options ?? {};
     this.name = this.cluster ? "cluster" : sentinels?.length ? `sentinel:${name ?? "mymaster"}` : `${host}:${port}`;
     this.#nodes = nodeSender(client);
+    // A Cluster's prefix may be given at the top level or in redisOptions (ioredis then copies it
+    // to the top level, which is what its commands use).
+    this.#keyPrefix = client.options?.keyPrefix ?? (this.cluster ? client.options?.redisOptions?.keyPrefix : undefined) ?? "";
     const options = this.cluster ? client.options?.redisOptions : client.options;
-    this.#keyPrefix = options?.keyPrefix ?? "";
     if (options?.autoResendUnfulfilledCommands === false) {
       const inFlight = new Set<(error: Error) => void>();
       this.#inFlight = inFlight;
@@ -130,7 +137,7 @@ export class IoredisAdapter implements RedisAdapter {
     if (this.cluster) return new ShardedSubscriber(shardSource(this.#client, this.#keyPrefix), SUBSCRIBE_TIMEOUT_MS);
     // A duplicate keeps the client's options, Sentinel ones included: after a failover it asks the
     // sentinels for the new primary and subscribes its channels again.
-    const connection = this.#client.duplicate();
+    const connection = this.#client.duplicate({ keyPrefix: "" });
     // A duplicate of a `lazyConnect` client is lazy too: nothing would ever connect it.
     if (connection.status === "wait") void connection.connect().catch(() => {});
     let onMessage: (channel: string, message: string) => void = () => {};
@@ -148,12 +155,17 @@ export class IoredisAdapter implements RedisAdapter {
     }) as Listener);
     return {
       subscribe: async (channel) => {
-        // Without an offline queue a SUBSCRIBE sent before the connection is up just fails.
+        // A connection that is not up (a partition, a server that accepts and never answers) would
+        // queue the SUBSCRIBE for ever: fail instead; the waiter's ticket refresh still serves it.
         if (connection.status !== "ready") await readyWithin(connection, SUBSCRIBE_TIMEOUT_MS);
-        await connection.subscribe(prefix + channel);
+        if (connection.status !== "ready") {
+          throw new Error(`the wake-up connection to ${this.name} is not ready (${connection.status}) after ${SUBSCRIBE_TIMEOUT_MS} ms`);
+        }
+        await within(connection.subscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, `SUBSCRIBE ${prefix + channel}`);
       },
       unsubscribe: async (channel) => {
-        await connection.unsubscribe(prefix + channel);
+        if (connection.status !== "ready") return;
+        await within(connection.unsubscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, `UNSUBSCRIBE ${prefix + channel}`);
       },
       onMessage: (handler) => { onMessage = handler; },
       onReconnect: (handler) => { onReconnect = handler; },
@@ -162,8 +174,30 @@ export class IoredisAdapter implements RedisAdapter {
   }
 }
 
-/** QUIT, and if the server does not answer in time (a partition), drop the connection. */
+/** Settles as `call` does, or rejects after `ms` (a reply that never comes). */
+async function within<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply to ${what} within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * QUIT, and if the server does not answer in time (a partition), drop the connection. A
+ * connection that is not up has nothing to say goodbye to: it is dropped at once (a QUIT would
+ * wait in its offline queue, and its reconnect attempts would go on meanwhile).
+ */
 async function quitWithin(connection: IoredisLike, ms: number): Promise<void> {
+  if (connection.status !== "ready") {
+    connection.disconnect();
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, ms);
@@ -174,12 +208,19 @@ async function quitWithin(connection: IoredisLike, ms: number): Promise<void> {
   connection.disconnect();
 }
 
-/** Resolves when the connection is ready, or after `ms` (the caller's command then fails or queues). */
+/** Resolves when the connection is ready, or after `ms` (the caller then checks its status). */
 function readyWithin(connection: IoredisLike, ms: number): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
+    const ready = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      connection.removeListener?.("ready", ready);
+      resolve();
+    }, ms);
     timer.unref();
-    connection.once("ready", (() => { clearTimeout(timer); resolve(); }) as Listener);
+    connection.once("ready", ready as Listener);
   });
 }
 
@@ -223,6 +264,8 @@ function shardSource(cluster: IoredisLike, prefix: string): ShardSource {
       // reconnect by itself: the subscriber reopens it, at whichever node then owns its channels.
       const connection = node.duplicate({
         lazyConnect: false, retryStrategy: null, autoResubscribe: false, enableOfflineQueue: true, readOnly: false,
+        // ioredis would prefix SSUBSCRIBE's channel (a key to Redis) a second time.
+        keyPrefix: "",
       });
       connection.on("smessage", ((channel: string, message: string) => events.message(channel.slice(prefix.length), message)) as Listener);
       connection.on("end", (() => events.broken()) as Listener);

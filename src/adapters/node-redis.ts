@@ -1,4 +1,5 @@
 /** Adapter for node-redis (v4 and later) clients, cluster clients and Sentinel clients. */
+import { InvalidArgumentError } from "../errors.js";
 import { slotOf } from "../keys.js";
 import { commandThenWaitOnNode, type NodeSender } from "./cluster-wait.js";
 import type { AcknowledgedReply, RedisAdapter, RedisArg, RedisSubscriber, ReplicaWait } from "./types.js";
@@ -25,6 +26,8 @@ export interface NodeRedisLike extends Closable {
   sUnsubscribe?(channel: string): Promise<unknown>;
   isOpen: boolean;
   options?: { url?: string; socket?: { host?: string; port?: number } };
+  /** node-redis 6.3+: the `keyPrefix` option (applied by its typed commands, not by sendCommand). */
+  readonly _keyPrefix?: unknown;
 }
 
 /** What node-redis' cluster client calls a node. */
@@ -44,6 +47,7 @@ export interface NodeRedisClusterLike extends Closable {
   getSlotMaster?(slot: number): ClusterNodeLike;
   nodeByAddress?: Map<string, ClusterNodeLike>;
   nodeClient?(node: ClusterNodeLike): Promise<NodeRedisLike> | NodeRedisLike;
+  readonly _keyPrefix?: unknown;
 }
 
 /** The parts of a node-redis Sentinel client (`createSentinel`, node-redis v5+) that we use. */
@@ -57,6 +61,7 @@ export interface NodeRedisSentinelLike extends Closable {
   getMasterNode(): { host: string; port: number } | undefined;
   /** Runs `fn` on one pooled connection to the primary, reserved for it meanwhile. */
   use?<T>(fn: (client: { sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown> }) => Promise<T>): Promise<T>;
+  readonly _keyPrefix?: unknown;
 }
 
 export function isNodeRedisSentinel(client: unknown): client is NodeRedisSentinelLike {
@@ -87,6 +92,25 @@ export function isNodeRedisCluster(client: unknown): client is NodeRedisClusterL
 
 const strings = (args: readonly RedisArg[]): string[] => args.map(String);
 
+/** How long the wake-up connection may take to connect (and finish its handshake) before it is given up. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * The client's `keyPrefix` (node-redis 6.3+). node-redis applies it in its typed commands only,
+ * never in sendCommand, which is all we use: we apply it ourselves, to script KEYS and to the
+ * wake-up channels (which the scripts publish on as KEYS), so a prefixed client keeps every
+ * surelock key inside its namespace as it does its own. A prefix that is not a string (a Buffer)
+ * is refused rather than guessed at.
+ */
+function keyPrefixOf(client: { readonly _keyPrefix?: unknown }): string {
+  const prefix = client._keyPrefix;
+  if (prefix === undefined || prefix === null || prefix === "") return "";
+  if (typeof prefix !== "string") {
+    throw new InvalidArgumentError("options.redis", client, "a node-redis client whose keyPrefix is a string (surelock applies it to its keys and channels)");
+  }
+  return prefix;
+}
+
 async function shut(c: Closable): Promise<void> {
   try {
     if (c.close) await c.close();
@@ -115,19 +139,37 @@ const waitOf = (wait: ReplicaWait): RedisArg[] => ["WAIT", wait.replicas, wait.t
 
 /** Scripts and commands over node-redis' sendCommand, written once; each client kind says how to send. */
 abstract class SendCommandAdapter {
-  /** Sends one command; `key` routes it in a Cluster. */
+  /** The client's keyPrefix, which we apply to every key and wake-up channel (see keyPrefixOf). */
+  protected readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  /** Sends one command; `key` routes it in a Cluster (already prefixed). */
   protected abstract send(args: string[], key: string | undefined): Promise<unknown>;
 
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.send(["EVALSHA", sha, String(keys.length), ...keys, ...strings(args)], keys[0]);
+    const full = keys.map((k) => this.prefix + k);
+    return this.send(["EVALSHA", sha, String(keys.length), ...full, ...strings(args)], full[0]);
   }
 
   eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.send(["EVAL", script, String(keys.length), ...keys, ...strings(args)], keys[0]);
+    const full = keys.map((k) => this.prefix + k);
+    return this.send(["EVAL", script, String(keys.length), ...full, ...strings(args)], full[0]);
   }
 
+  /** Any other command, sent as given (`key`, a surelock key, only routes it). */
   command(args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.send(strings(args), key);
+    return this.send(strings(args), key === undefined ? undefined : this.prefix + key);
+  }
+
+  /** A script call then WAIT, with the script's KEYS prefixed (`args` as the endpoint builds it). */
+  protected prefixed(args: readonly RedisArg[]): RedisArg[] {
+    const [name, body, count, ...rest] = args;
+    if ((name !== "EVALSHA" && name !== "EVAL") || this.prefix === "") return [...args];
+    const n = Number(count);
+    return [name, body as RedisArg, count as RedisArg, ...rest.slice(0, n).map((k) => this.prefix + String(k)), ...rest.slice(n)];
   }
 }
 
@@ -137,7 +179,7 @@ export class NodeRedisAdapter extends SendCommandAdapter implements RedisAdapter
   readonly #client: NodeRedisLike;
 
   constructor(client: NodeRedisLike) {
-    super();
+    super(keyPrefixOf(client));
     this.#client = client;
     const socket = client.options?.socket;
     this.name = client.options?.url ?? `${socket?.host ?? "127.0.0.1"}:${socket?.port ?? 6379}`;
@@ -148,12 +190,12 @@ export class NodeRedisAdapter extends SendCommandAdapter implements RedisAdapter
   }
 
   async commandThenWait(args: readonly RedisArg[], _key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply> {
-    return acknowledged(await sendAll((a) => this.#client.sendCommand(a), [args, waitOf(wait)]));
+    return acknowledged(await sendAll((a) => this.#client.sendCommand(a), [this.prefixed(args), waitOf(wait)]));
   }
 
   async createSubscriber(): Promise<RedisSubscriber> {
     const connection = this.#client.duplicate();
-    return subscriberOver(connection, false);
+    return subscriberOver(connection, false, this.prefix);
   }
 }
 
@@ -163,7 +205,7 @@ export class NodeRedisSentinelAdapter extends SendCommandAdapter implements Redi
   readonly #client: NodeRedisSentinelLike;
 
   constructor(client: NodeRedisSentinelLike) {
-    super();
+    super(keyPrefixOf(client));
     this.#client = client;
     // node-redis keeps the master's name private; the primary's address changes with failovers.
     this.name = "sentinel";
@@ -175,7 +217,7 @@ export class NodeRedisSentinelAdapter extends SendCommandAdapter implements Redi
 
   async commandThenWait(args: readonly RedisArg[], _key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply> {
     // The primary's connections are pooled: reserve one so that WAIT follows the write on it.
-    const commands = [args, waitOf(wait)];
+    const commands = [this.prefixed(args), waitOf(wait)];
     const replies = this.#client.use
       ? await this.#client.use((c) => sendAll((a) => c.sendCommand(false, a), commands))
       : await sendAll((a) => this.#client.sendCommand(false, a), commands);
@@ -185,7 +227,7 @@ export class NodeRedisSentinelAdapter extends SendCommandAdapter implements Redi
   async createSubscriber(): Promise<RedisSubscriber> {
     // node-redis moves a Sentinel client's subscriptions to the new primary after a failover.
     const connection = this.#client.duplicate();
-    return subscriberOver(connection, false, "topology-change");
+    return subscriberOver(connection, false, this.prefix, "topology-change");
   }
 }
 
@@ -196,7 +238,7 @@ export class NodeRedisClusterAdapter extends SendCommandAdapter implements Redis
   readonly #nodes: NodeSender;
 
   constructor(client: NodeRedisClusterLike) {
-    super();
+    super(keyPrefixOf(client));
     this.#client = client;
     this.#nodes = {
       send: async (target, commands) => {
@@ -215,19 +257,20 @@ export class NodeRedisClusterAdapter extends SendCommandAdapter implements Redis
   }
 
   commandThenWait(args: readonly RedisArg[], key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply> {
-    return commandThenWaitOnNode(this.#nodes, args, key, wait);
+    return commandThenWaitOnNode(this.#nodes, this.prefixed(args), key === undefined ? undefined : this.prefix + key, wait);
   }
 
   async createSubscriber(): Promise<RedisSubscriber> {
     // node-redis keeps one sharded subscriber per primary itself and moves channels whose slot
     // migrated; the duplicate only needs the slot map, not command connections to every node.
-    return subscriberOver(this.#client.duplicate({ minimizeConnections: true }), true);
+    return subscriberOver(this.#client.duplicate({ minimizeConnections: true }), true, this.prefix);
   }
 }
 
 async function subscriberOver(
   connection: NodeRedisLike | NodeRedisClusterLike | NodeRedisSentinelLike,
   sharded: boolean,
+  prefix: string,
   reconnectEvent = "ready",
 ): Promise<RedisSubscriber> {
   let onMessage: (channel: string, message: string) => void = () => {};
@@ -240,20 +283,45 @@ async function subscriberOver(
     if (readyOnce) onReconnect();
     readyOnce = true;
   }) as Listener);
-  await connection.connect();
-  const deliver: MessageListener = (message, channel) => onMessage(channel, message);
+  await connectWithin(connection, CONNECT_TIMEOUT_MS);
+  // The scripts publish on their (prefixed) KEYS; node-redis never prefixes a channel.
+  const deliver: MessageListener = (message, channel) => onMessage(channel.slice(prefix.length), message);
   const sub = connection as NodeRedisLike;
   return {
     subscribe: async (channel) => {
-      if (sharded) await (connection as NodeRedisClusterLike).sSubscribe(channel, deliver);
-      else await sub.subscribe(channel, deliver);
+      if (sharded) await (connection as NodeRedisClusterLike).sSubscribe(prefix + channel, deliver);
+      else await sub.subscribe(prefix + channel, deliver);
     },
     unsubscribe: async (channel) => {
-      if (sharded) await (connection as NodeRedisClusterLike).sUnsubscribe(channel);
-      else await sub.unsubscribe(channel);
+      if (sharded) await (connection as NodeRedisClusterLike).sUnsubscribe(prefix + channel);
+      else await sub.unsubscribe(prefix + channel);
     },
     onMessage: (handler) => { onMessage = handler; },
     onReconnect: (handler) => { onReconnect = handler; },
     close: () => shut(connection),
   };
+}
+
+/**
+ * connect() with a deadline. node-redis bounds the TCP connect only: a server (or a partition)
+ * that accepts and never answers the handshake would leave connect() pending for ever, and the
+ * connection would come to life later with nobody to close it. So it is destroyed at the deadline.
+ */
+async function connectWithin(connection: Closable & { connect(): Promise<unknown> }, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const connecting = connection.connect();
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the wake-up connection did not connect within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([connecting, late]);
+  } catch (error) {
+    connecting.catch(() => {});
+    if (connection.destroy) connection.destroy();
+    else await connection.disconnect?.().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }

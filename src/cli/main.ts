@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { ConnectionError, InvalidArgumentError, QuorumError } from "../errors.js";
-import { MIN_TTL_MS } from "../validate.js";
+import { MAX_KEY_BYTES, MAX_OWNER_BYTES, MAX_PREFIX_BYTES, MIN_TTL_MS } from "../validate.js";
 import { DEFAULT_REDIS_URL, parseRedisUrl, type RedisAddress } from "./connection.js";
 import { doctor } from "./doctor.js";
 import { parseDuration } from "./duration.js";
@@ -53,9 +53,6 @@ const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
 
 const DEFAULT_TTL_MS = 30_000;
 const DEFAULT_KILL_AFTER_MS = 5_000;
-const MAX_KEY_LENGTH = 1024;
-const MAX_OWNER_LENGTH = 256;
-
 /** argv split into its parts; flags checked against the command. */
 interface CommandLine {
   readonly command: CommandName | undefined;
@@ -226,8 +223,8 @@ function duration(line: CommandLine, name: OptionName, minMs: number): number | 
 /** `--owner`: the acquire's `owner` (holders with the same owner share the lock); checked before connecting. */
 function ownerOf(line: CommandLine): string | undefined {
   const owner = string(line, "owner");
-  if (owner !== undefined && (owner.length === 0 || owner.length > MAX_OWNER_LENGTH)) {
-    throw new UsageError(`invalid --owner ${quote(owner.length > 80 ? `${owner.slice(0, 80)}…` : owner)}: expected 1 to ${MAX_OWNER_LENGTH} characters`);
+  if (owner !== undefined && (owner.length === 0 || !owner.isWellFormed() || Buffer.byteLength(owner) > MAX_OWNER_BYTES)) {
+    throw new UsageError(`invalid --owner ${quote(owner.length > 80 ? `${owner.slice(0, 80)}…` : owner)}: expected 1 to ${MAX_OWNER_BYTES} bytes of well-formed UTF-8`);
   }
   return owner;
 }
@@ -241,9 +238,10 @@ function operand(operands: readonly string[], name: string, required: boolean): 
   return operands[0];
 }
 
+/** The library's rules (validate.ts): well-formed Unicode, limits in bytes of UTF-8, as Redis stores it. */
 function checkKey(what: string, key: string): string {
-  if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new UsageError(`invalid ${what} ${quote(key.length > 80 ? `${key.slice(0, 80)}…` : key)}: expected 1 to ${MAX_KEY_LENGTH} characters`);
+  if (key.length === 0 || !key.isWellFormed() || Buffer.byteLength(key) > MAX_KEY_BYTES) {
+    throw new UsageError(`invalid ${what} ${quote(key.length > 80 ? `${key.slice(0, 80)}…` : key)}: expected 1 to ${MAX_KEY_BYTES} bytes of well-formed UTF-8`);
   }
   return key;
 }
@@ -251,8 +249,8 @@ function checkKey(what: string, key: string): string {
 function prefixOf(line: CommandLine): string {
   const prefix = string(line, "prefix") ?? "surelock";
   // Braces would break the hash tag that keeps one lock's keys in one Cluster slot.
-  if (prefix.length === 0 || prefix.length > 128 || /[{}]/.test(prefix)) {
-    throw new UsageError(`invalid --prefix ${quote(prefix)}: expected 1 to 128 characters without { or }`);
+  if (prefix.length === 0 || !prefix.isWellFormed() || Buffer.byteLength(prefix) > MAX_PREFIX_BYTES || /[{}]/.test(prefix)) {
+    throw new UsageError(`invalid --prefix ${quote(prefix)}: expected 1 to ${MAX_PREFIX_BYTES} bytes of well-formed UTF-8 without { or }`);
   }
   return prefix;
 }

@@ -5,6 +5,9 @@
 //   blackhole - accept and hold connections, silently discard everything in
 //               both directions (no FIN, no RST): a network partition.
 //   paused    - accept and buffer everything; pass()/resume() delivers it in order.
+// On top of pass mode, per direction: a delay (each chunk is held that long, in
+// order), and one-shot faults armed for the next request that contains a given
+// text (a script's SHA, a key): see `loseReplyTo` and `seen`.
 // Bytes dropped in blackhole mode are gone: a protocol stream that lost half a
 // request stays corrupt after pass(), exactly as it would on a real network.
 import net from 'node:net';
@@ -23,8 +26,30 @@ export interface TcpProxy {
   resume(): void;
   /** RST every current connection (client and upstream side). */
   dropAll(): void;
-  /** Client connections currently open through the proxy. */
+  /** Client connections currently open through the proxy (not closed by their client). */
   connectionCount(): number;
+  /**
+   * Holds every chunk going `dir` ('up' client->server, 'down' server->client) for `ms`
+   * (0: none), in order. Applies to new and existing connections.
+   */
+  delay(dir: 'up' | 'down', ms: number): void;
+  /**
+   * Resolves when the next request containing `text` has been forwarded to the server
+   * (a way to wait until a command is on the wire, without a sleep).
+   */
+  seen(text: string): Promise<void>;
+  /**
+   * Arms a lost reply: the next request containing `text` is forwarded and runs; the server's
+   * next reply on that connection is discarded and the client's connection is reset (the server
+   * side is closed gracefully after it). Resolves once the reply was lost. One-shot.
+   */
+  loseReplyTo(text: string): Promise<void>;
+  /**
+   * While on, connections opened from now on are blackholed (accepted, then silent both ways)
+   * whatever the mode; existing ones are untouched. A partition of a client's new connection
+   * (a duplicated subscriber, a reconnect) while its established one still works.
+   */
+  blackholeNew(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -38,6 +63,18 @@ interface Link {
   queued: { up: Item[]; down: Item[] };
   /** A FIN/RST swallowed by blackhole, replayed by pass() like a retransmitted FIN. */
   lostClose: { up?: 'end' | 'reset'; down?: 'end' | 'reset' };
+  /** A request matched `loseReplyTo`: its reply (the next bytes down) is lost with the connection. */
+  loseNextReply?: () => void;
+  /** Opened while blackholeNew() was on: silent for its whole life. */
+  silent?: boolean;
+  /** The client closed or reset its side (it may still be held open here, in a partition). */
+  clientGone?: boolean;
+}
+
+interface Watch {
+  readonly text: string;
+  readonly done: () => void;
+  readonly loseReply: boolean;
 }
 
 function reset(s: net.Socket): void {
@@ -56,6 +93,9 @@ function reset(s: net.Socket): void {
 export async function startProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let current: ProxyMode = 'pass';
   const links = new Set<Link>();
+  const delays = { up: 0, down: 0 };
+  let watches: Watch[] = [];
+  let silenceNew = false;
 
   const apply = (dst: net.Socket, src: net.Socket, item: Item) => {
     if (dst.destroyed) return;
@@ -69,6 +109,7 @@ export async function startProxy(target: { host: string; port: number }): Promis
   };
 
   const deliver = (link: Link, dir: 'up' | 'down', item: Item) => {
+    if (link.silent) return;
     if (current === 'blackhole') {
       if (item === 'reset' || (item === 'end' && !link.lostClose[dir])) link.lostClose[dir] = item;
       return;
@@ -77,8 +118,34 @@ export async function startProxy(target: { host: string; port: number }): Promis
       link.queued[dir].push(item);
       return;
     }
-    if (dir === 'up') apply(link.upstream, link.client, item);
-    else apply(link.client, link.upstream, item);
+    if (dir === 'down' && link.loseNextReply && Buffer.isBuffer(item)) {
+      const lost = link.loseNextReply;
+      link.loseNextReply = undefined;
+      reset(link.client);
+      link.upstream.end();
+      lost();
+      return;
+    }
+    const forward = () => {
+      if (dir === 'up') apply(link.upstream, link.client, item);
+      else apply(link.client, link.upstream, item);
+      if (dir === 'up' && Buffer.isBuffer(item)) matched(link, item);
+    };
+    // Timers of equal delay fire in the order they were set: the stream keeps its order.
+    if (delays[dir] > 0) setTimeout(forward, delays[dir]);
+    else forward();
+  };
+
+  const matched = (link: Link, chunk: Buffer) => {
+    if (watches.length === 0) return;
+    const text = chunk.toString('latin1');
+    const hits = watches.filter((w) => text.includes(w.text));
+    if (hits.length === 0) return;
+    watches = watches.filter((w) => !hits.includes(w));
+    for (const w of hits) {
+      if (w.loseReply) link.loseNextReply = w.done;
+      else w.done();
+    }
   };
 
   const forget = (link: Link) => {
@@ -89,13 +156,13 @@ export async function startProxy(target: { host: string; port: number }): Promis
     const upstream = net.connect({ host: target.host, port: target.port, allowHalfOpen: true });
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const link: Link = { client, upstream, queued: { up: [], down: [] }, lostClose: {} };
+    const link: Link = { client, upstream, queued: { up: [], down: [] }, lostClose: {}, silent: silenceNew };
     links.add(link);
 
     client.on('data', (c: Buffer) => deliver(link, 'up', c));
-    client.on('end', () => deliver(link, 'up', 'end'));
-    client.on('error', () => deliver(link, 'up', 'reset'));
-    client.on('close', () => forget(link));
+    client.on('end', () => { link.clientGone = true; deliver(link, 'up', 'end'); });
+    client.on('error', () => { link.clientGone = true; deliver(link, 'up', 'reset'); });
+    client.on('close', () => { link.clientGone = true; forget(link); });
 
     upstream.on('data', (c: Buffer) => deliver(link, 'down', c));
     upstream.on('end', () => deliver(link, 'down', 'end'));
@@ -160,7 +227,15 @@ export async function startProxy(target: { host: string; port: number }): Promis
       }
       links.clear();
     },
-    connectionCount: () => [...links].filter((l) => !l.client.destroyed).length,
+    connectionCount: () => [...links].filter((l) => !l.client.destroyed && !l.clientGone).length,
+    delay: (dir, ms) => {
+      delays[dir] = ms;
+    },
+    blackholeNew: (on) => {
+      silenceNew = on;
+    },
+    seen: (text) => new Promise<void>((done) => { watches.push({ text, done, loseReply: false }); }),
+    loseReplyTo: (text) => new Promise<void>((done) => { watches.push({ text, done, loseReply: true }); }),
     close: async () => {
       const closed = new Promise<void>((r) => server.close(() => r()));
       for (const link of links) {

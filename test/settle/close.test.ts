@@ -1,0 +1,151 @@
+/**
+ * close(): every pending acquire rejects with ClosedError (an attempt on the wire included: no
+ * lease is handed out after close), and close() itself settles within a bounded time whatever
+ * the network does to the wake-up connection — blackholed (ioredis QUIT never answered) or never
+ * opened (node-redis connect never completes) — and leaves no connection behind.
+ */
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import { createClient } from "redis";
+import { ClosedError, Surelock } from "../../src/index.js";
+import { eventually, Harness, quietFor, startsWaiting } from "../helpers/fixtures.js";
+import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { assertNoTrace, rejection, settles } from "./support.js";
+
+describe("close() settles, and settles every pending call", () => {
+  let server: RedisServer;
+  let proxy: TcpProxy;
+  let h: Harness;
+  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  afterEach(async () => {
+    proxy.delay("down", 0);
+    proxy.blackholeNew(false);
+    proxy.dropAll();
+    proxy.pass();
+    await h.cleanup();
+    await assertNoTrace(server);
+    await server.command("FLUSHALL");
+  });
+  after(async () => { await proxy.close(); await server.stop(); });
+
+  async function warm(options: Parameters<Harness["locks"]>[0] = {}): Promise<Surelock> {
+    const locks = h.locks(options, proxy);
+    await (await locks.mutex("warm-up").acquire()).release();
+    return locks;
+  }
+
+  it("an acquire whose first attempt is on the wire rejects with ClosedError; the hold founded anyway is given back", async () => {
+    const locks = await warm();
+    proxy.delay("down", 400);
+    const onWire = proxy.seen("{in-flight}");
+    const pending = locks.mutex("in-flight").acquire();
+    await onWire;
+    const closing = locks.close();
+    const s = await settles(pending, 1_000);
+    const error = rejection(s);
+    assert.ok(error instanceof ClosedError, String(error));
+    assert.ok(s.atMs < 300, `rejected ${s.atMs.toFixed(0)} ms after close(), before the reply`);
+    await settles(closing, 2_000);
+    await assertNoTrace(server);
+    assert.equal(await server.command("HEXISTS", "surelock:{in-flight}:lock", "c"), 1, "the attempt did found a hold");
+  });
+
+  it("a re-entry whose attempt is on the wire rejects with ClosedError too, and the outer lease is released", async () => {
+    const locks = await warm();
+    await assert.rejects(locks.withLock("nested", async () => {
+      proxy.delay("down", 400);
+      const onWire = proxy.seen("{nested}");
+      const inner = locks.withLock("nested", () => "never");
+      await onWire;
+      void locks.close();
+      return inner;
+    }), ClosedError);
+    proxy.delay("down", 0);
+    await assertNoTrace(server);
+  });
+
+  it("ioredis: close() is bounded when the wake-up connection is blackholed (QUIT never answered)", async () => {
+    const holder = await h.locks().mutex("quiet").acquire();
+    const locks = await warm({ commandTimeout: 300 });
+    const waiting = startsWaiting("quiet");
+    const pending = settles(locks.mutex("quiet").acquire(), 5_000);
+    await waiting;
+    await eventually(async () => Number(((await server.command("PUBSUB", "NUMSUB", "surelock:{quiet}:wake")) as [string, number])[1]) === 1,
+      3_000, "subscribed");
+    proxy.blackhole();
+    const s = await settles(locks.close(), 3_000);
+    assert.ok(s.ok);
+    assert.ok(s.atMs < 1_000, `close() took ${s.atMs.toFixed(0)} ms with a command timeout of 300 ms`);
+    assert.ok(rejection(await pending) instanceof ClosedError);
+    await holder.release();
+    // The wake-up connection is gone, not left hanging in the partition.
+    await eventually(() => proxy.connectionCount() <= 1, 3_000, "the subscriber connection closed");
+  });
+
+  it("ioredis: a waiter whose wake-up connection cannot be opened is still served (its ticket refresh reports the grant)", async () => {
+    const holder = await h.locks().mutex("deaf").acquire();
+    const locks = await warm({ ttl: 300 });
+    proxy.blackholeNew(true);
+    const waiting = startsWaiting("deaf");
+    const pending = locks.mutex("deaf").acquire({ timeout: 8_000 });
+    await waiting;
+    await holder.release();
+    const s = await settles(pending, 8_000);
+    assert.ok(s.ok, `the waiter was not served: ${String((s as { error?: unknown }).error)}`);
+    assert.ok(s.atMs < 3_000, `served after ${s.atMs.toFixed(0)} ms`);
+    await s.value.release();
+  });
+
+  it("node-redis: close() is bounded when the wake-up connection never finishes connecting, and it does not linger", async () => {
+    const user = createClient({ socket: { host: proxy.host, port: proxy.port, reconnectStrategy: 50 } });
+    user.on("error", () => {});
+    await user.connect();
+    h.onCleanup(() => user.destroy());
+    const locks = new Surelock({ redis: user, commandTimeout: 300 });
+    await (await locks.mutex("warm-up").acquire()).release();
+    const holder = await h.locks().mutex("never-open").acquire();
+    proxy.blackholeNew(true);
+    const waiting = startsWaiting("never-open");
+    const pending = settles(locks.mutex("never-open").acquire(), 5_000);
+    await waiting;
+    const s = await settles(locks.close(), 3_000);
+    assert.ok(s.ok);
+    assert.ok(s.atMs < 1_000, `close() took ${s.atMs.toFixed(0)} ms with a command timeout of 300 ms`);
+    assert.ok(rejection(await pending) instanceof ClosedError);
+    await holder.release();
+    // Heal the network: the half-open duplicate must not come to life and stay connected.
+    proxy.blackholeNew(false);
+    proxy.dropAll();
+    await eventually(() => proxy.connectionCount() === 1, 5_000, "the user's connection back through the proxy");
+    // Proving that something does not happen: the abandoned duplicate does not reconnect.
+    await quietFor(500);
+    assert.equal(proxy.connectionCount(), 1, "only the user's own connection goes through the proxy");
+  });
+});
+
+describe("a wake-up subscription that never completes (a custom adapter)", () => {
+  it("the waiter is still served by its ticket refresh once the lock is free, rather than waiting for the subscription", async () => {
+    const { MemoryRedis } = await import("../../src/testing/index.js");
+    const memory = new MemoryRedis();
+    // An adapter whose subscriber connection accepts SUBSCRIBE and never confirms it.
+    const deaf = {
+      name: "deaf", cluster: false,
+      evalsha: memory.evalsha.bind(memory), eval: memory.eval.bind(memory), command: memory.command.bind(memory),
+      createSubscriber: async () => ({
+        subscribe: () => new Promise<void>(() => {}), unsubscribe: async () => {}, onMessage: () => {}, onReconnect: () => {}, close: async () => {},
+      }),
+    };
+    const holderSide = new Surelock({ redis: memory.duplicate() });
+    const waiterSide = new Surelock({ redis: deaf, ttl: 300 });
+    const held = await holderSide.mutex("deaf-adapter").acquire();
+    const waits = startsWaiting("deaf-adapter");
+    const pending = settles(waiterSide.mutex("deaf-adapter").acquire({ timeout: 5_000 }), 6_000);
+    await waits;
+    await held.release();
+    const s = await pending;
+    assert.ok(s.ok, `not served: ${String((s as { error?: unknown }).error)}`);
+    await s.value.release();
+    await Promise.all([holderSide.close(), waiterSide.close()]);
+  });
+});
