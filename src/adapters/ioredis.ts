@@ -85,17 +85,16 @@ export class IoredisAdapter implements RedisAdapter {
     // to the top level, which is what its commands use).
     this.#keyPrefix = client.options?.keyPrefix ?? (this.cluster ? client.options?.redisOptions?.keyPrefix : undefined) ?? "";
     const options = this.cluster ? client.options?.redisOptions : client.options;
-    if (options?.autoResendUnfulfilledCommands === false) {
-      const inFlight = new Set<(error: Error) => void>();
-      this.#inFlight = inFlight;
-      // One listener for the client's lifetime (surelock never closes the user's client).
-      client.on("close", (() => {
-        const dropped = [...inFlight];
-        inFlight.clear();
-        for (const reject of dropped) reject(new Error("Connection closed before the reply (the client does not resend): the command may or may not have run"));
-      }) as Listener);
-    }
+    if (options?.autoResendUnfulfilledCommands === false) this.#inFlight = new Set();
   }
+
+  /** Settles every call on the wire when the connection closes (it would never settle otherwise). */
+  readonly #onClose = (): void => {
+    const dropped = [...(this.#inFlight ?? [])];
+    this.#inFlight?.clear();
+    this.#client.removeListener?.("close", this.#onClose);
+    for (const reject of dropped) reject(new Error("Connection closed before the reply (the client does not resend): the command may or may not have run"));
+  };
 
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
     return this.#send("EVALSHA", [sha, keys.length, ...keys, ...args]);
@@ -114,11 +113,17 @@ export class IoredisAdapter implements RedisAdapter {
     const call = this.#client.call(command, ...args);
     const inFlight = this.#inFlight;
     if (!inFlight) return call;
+    // The user's client carries our listener only while something of ours is on the wire.
+    if (inFlight.size === 0) this.#client.on("close", this.#onClose as Listener);
     return new Promise((resolve, reject) => {
       inFlight.add(reject);
+      const settled = (): void => {
+        inFlight.delete(reject);
+        if (inFlight.size === 0) this.#client.removeListener?.("close", this.#onClose);
+      };
       call.then(
-        (value) => { inFlight.delete(reject); resolve(value); },
-        (error: unknown) => { inFlight.delete(reject); reject(error); },
+        (value) => { settled(); resolve(value); },
+        (error: unknown) => { settled(); reject(error); },
       );
     });
   }

@@ -39,6 +39,8 @@ export class Hold {
   /** A renewal is on the wire, or the last one failed: a loss then is "unreachable". */
   renewInFlight = false;
   renewFailed = false;
+  /** A release is on the wire: its validity running out meanwhile means Redis could not be reached. */
+  releaseInFlight = false;
   /** Leases of this process on this hold. */
   readonly leases = new Set<HoldWatcher>();
   readonly #clock: Clock;
@@ -124,7 +126,7 @@ export class Hold {
   /** Loses the hold if its validity ran out by `at`. */
   checkValidity(at = this.#clock.now()): void {
     if (this.lost || at < this.validUntilAt) return;
-    const reason = this.renewInFlight || this.renewFailed ? "unreachable" : "expired";
+    const reason = this.renewInFlight || this.renewFailed || this.releaseInFlight ? "unreachable" : "expired";
     this.lose(reason, "its validity ran out before a renewal was confirmed", at - this.validUntilAt);
   }
 }

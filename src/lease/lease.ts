@@ -169,8 +169,10 @@ export class Lease implements AsyncDisposable {
       const call = rt.store.release(hold.ref, this.#watcher.entry);
       // Bounded by its command timeout; by the hold's validity too, when that ends first.
       const validityFirst = hold.validUntilAt - rt.clock.now() < rt.callBoundMs;
+      hold.releaseInFlight = true;
       result = await (validityFirst ? race(call, hold.lostSignal) : call);
     } catch (error) {
+      hold.releaseInFlight = false;
       this.#finish(last);
       if (error === hold.lost) {
         this.#lostWhileHeld = true;
@@ -180,6 +182,7 @@ export class Lease implements AsyncDisposable {
       }
       throw error;
     }
+    hold.releaseInFlight = false;
     this.#finish(last);
     if (result.status === "gone" || result.status === "taken") {
       const error = hold.lose(result.status === "taken" ? "taken" : "expired", "found on release");

@@ -25,14 +25,15 @@ export class Waiter implements TicketKeeper {
    * bounds the grant's validity (the ticket was live from then on for its whole lease).
    */
   readonly #queuedAt: { sentAt: number; counter: bigint }[] = [];
-  readonly #periodMs: number;
+  /** How often the ticket is refreshed, at most. */
+  readonly periodMs: number;
   readonly #events: WaitEvent[] = [];
   #wake: (() => void) | undefined;
 
   constructor(call: AcquireCall, channel: string, periodMs: number, now: number) {
     this.call = call;
     this.channel = channel;
-    this.#periodMs = periodMs;
+    this.periodMs = periodMs;
     this.dueAt = now + periodMs;
   }
 
@@ -47,7 +48,7 @@ export class Waiter implements TicketKeeper {
   queued(sentAt: number, position: number, holderLeftMs: number, counter: bigint): void {
     this.#queuedAt.push({ sentAt, counter });
     if (this.#queuedAt.length > 16) this.#queuedAt.shift();
-    this.dueAt = sentAt + this.#periodMs;
+    this.dueAt = sentAt + this.periodMs;
     // The head of the line looks again when the holder's lease would run out, in case it died.
     if (position === 0 && holderLeftMs > 0) this.dueAt = Math.min(this.dueAt, sentAt + holderLeftMs + 1);
   }
@@ -90,7 +91,7 @@ export class Waiter implements TicketKeeper {
   refreshed(state: TicketState, sentAt: number): void {
     if (state.status === "queued") this.queued(sentAt, state.position, 0, state.counter);
     else {
-      this.dueAt = sentAt + this.#periodMs;
+      this.dueAt = sentAt + this.periodMs;
       this.push(state.status === "turn" ? { kind: "turn" } : { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt });
     }
   }

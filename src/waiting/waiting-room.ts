@@ -135,7 +135,12 @@ export class WaitingRoom implements WakeupHandler {
       if (this.#wakeups && !listened) {
         const s = this.#wakeups.ref(req.channel);
         subscription = s;
-        await race(s.ready, stop.signal);
+        // A subscription that takes long (a node down, an adapter that never confirms) only costs
+        // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
+        let timer: unknown;
+        const periodMs = waiter.periodMs;
+        const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, periodMs, true); });
+        await race(Promise.race([s.ready, bound]), stop.signal).finally(() => this.#clock.clearTimeout(timer));
       }
       // Ask once more if we were not listening yet: a grant made before the subscription took went unheard.
       let attemptNow = !listened;

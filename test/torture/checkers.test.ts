@@ -166,6 +166,23 @@ describe("fenced register and counters (resource tier)", () => {
     assert.match(checkCounters(buildModel([...leases, counter(10, "A", 4)]), new Map([["c", 2]]))[0]?.message ?? "", /below the acknowledged write/);
   });
 
+  it("after siblings of one hold raced on the counter, a duplicate value by another hold is their race's doing, not the lock's", () => {
+    const get = (t: number, call: string, lease: string): HistoryEvent => ({ type: "invoke", t, w: 0, call, op: "counter-get", lease, boundMs: null });
+    const counter = (t: number, lease: string, read: number): HistoryEvent =>
+      ({ type: "counter", t, w: 0, lease, key: "c", read, wrote: read + 1, outcome: "ok" });
+    const leases = [
+      h.lease(0, 0, "A", "k", "1", "a"), h.lease(0, 0, "A2", "k", "1", "a", { parent: "A" }), h.lease(50, 1, "B", "k", "2", "b"),
+    ];
+    // A and A2 (one hold) read 0 together; A writes 1, reads 1, writes 2; A2's late write puts 1
+    // back; B then reads 1 and writes 2 again.
+    const events = [...leases, get(10, "c1", "A"), get(11, "c2", "A2"), counter(12, "A", 0), get(13, "c3", "A"), counter(14, "A", 1),
+      counter(20, "A2", 0), get(60, "c4", "B"), counter(61, "B", 1)];
+    const found = checkCounters(buildModel(events), new Map([["c", 2]]));
+    assert.equal(found.length, 1);
+    assert.equal(found[0]?.severity, "assumption-broken");
+    assert.match(found[0]?.assumption ?? "", /siblings/);
+  });
+
   it("a holder stopped between its look and its write broke an assumption (a write under way cannot be called back)", () => {
     const events: HistoryEvent[] = [
       h.lease(0, 0, "A", "k", "1", "a"), h.lease(0, 1, "B", "k", "2", "b"),

@@ -7,6 +7,7 @@
  *  - Counters updated by read-modify-write inside sections: two acknowledged writes of the same
  *    value mean two sections read the same value, i.e. an update was lost.
  */
+import type { CounterEvent } from "../history.js";
 import type { Model } from "./model.js";
 import { brokenAssumption, type Violation } from "./violation.js";
 
@@ -72,6 +73,7 @@ export function checkCounters(model: Model, finals: CounterFinals): Violation[] 
   for (const c of model.counters) byKey.set(c.key, [...(byKey.get(c.key) ?? []), c]);
   for (const [key, updates] of byKey) {
     const acked = updates.filter((u) => u.outcome === "ok");
+    const siblingsRacedAt = siblingRace(model, acked);
     const byValue = new Map<number, typeof acked>();
     for (const u of acked) byValue.set(u.wrote, [...(byValue.get(u.wrote) ?? []), u]);
     for (const [value, same] of byValue) {
@@ -95,7 +97,8 @@ export function checkCounters(model: Model, finals: CounterFinals): Violation[] 
       });
       const assumption = brokenAssumption(model, window[0], window[1]) ??
         (paused && `worker ${paused.w} was stopped (SIGSTOP) between ${paused.lease}'s last look and its write: a write ` +
-          "under way cannot be called back (see docs/quorum.md, What it does not protect against)");
+          "under way cannot be called back (see docs/quorum.md, What it does not protect against)") ??
+        (siblingsRacedAt !== undefined && siblingsRacedAt <= window[1] ? siblingNote(siblingsRacedAt) : undefined);
       const base = { checker: "counter" as const, lock: key, message, window, leases: same.map((u) => u.lease) };
       if (assumption) out.push({ ...base, severity: "assumption-broken", assumption });
       else if (told) out.push({ ...base, severity: "acknowledged" });
@@ -105,12 +108,48 @@ export function checkCounters(model: Model, finals: CounterFinals): Violation[] 
     const highest = Math.max(0, ...acked.map((u) => u.wrote));
     if (final !== undefined && final !== null && final < highest) {
       const last = acked.find((u) => u.wrote === highest);
-      const assumption = brokenAssumption(model, last?.t ?? 0, model.endAt);
+      const assumption = brokenAssumption(model, last?.t ?? 0, model.endAt) ??
+        (siblingsRacedAt !== undefined ? siblingNote(siblingsRacedAt) : undefined);
       const base = { checker: "counter" as const, lock: key, message: `${key} ends at ${final}, below the acknowledged write of ${highest}` };
       out.push(assumption ? { ...base, severity: "assumption-broken", assumption } : { ...base, severity: "violation" });
     }
   }
   return out;
+}
+
+/**
+ * The first moment two sections of ONE hold (re-entrant siblings, e.g. branches of Promise.all)
+ * had a read-modify-write of the counter under way at once. They share the lock by design, so the
+ * counter is theirs to race; what follows on that counter proves nothing about the lock.
+ */
+function siblingRace(model: Model, acked: readonly CounterEvent[]): number | undefined {
+  const spans = acked.map((u) => ({ u, hold: holdOf(model, u.lease), from: readAt(model, u.lease, u.t) ?? u.t }));
+  let first: number | undefined;
+  for (const a of spans) {
+    for (const b of spans) {
+      if (a.u === b.u || a.u.lease === b.u.lease || a.hold === undefined || a.hold !== b.hold) continue;
+      if (a.from <= b.u.t && b.from <= a.u.t) first = Math.min(first ?? Infinity, Math.max(a.from, b.from));
+    }
+  }
+  return first;
+}
+
+const siblingNote = (at: number): string =>
+  `sections of one hold (re-entrant siblings) raced on the counter from ${at.toFixed(1)} ms: they share the lock by design`;
+
+function holdOf(model: Model, lease: string): string | undefined {
+  const l = model.leases.get(lease);
+  return l && `${l.key}\0${l.prim}\0${l.owner}\0${l.token}`;
+}
+
+/** When the counter update of `lease` written at `t` started: its read (GET). */
+function readAt(model: Model, lease: string, t: number): number | undefined {
+  let at: number | undefined;
+  for (const c of model.calls.values()) {
+    const i = c.invoke;
+    if (i.op === "counter-get" && i.lease === lease && i.t <= t && (at === undefined || i.t > at)) at = i.t;
+  }
+  return at;
 }
 
 /** When the holder of `lease` last looked at it before `t` (its look before a write). */
