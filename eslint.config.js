@@ -1,5 +1,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { layerRules } from "./scripts/layers.mjs";
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "src/scripts/lua.generated.ts", ".tmp/", ".readme-*/", "bench/results/", "docs/"] },
@@ -18,6 +19,8 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
+  // Which part of src/ may import which (scripts/layers.mjs; CONTRIBUTING.md, Layers).
+  ...layerRules(import.meta.dirname),
   {
     files: ["**/*.mjs", "**/*.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly", clearTimeout: "readonly", performance: "readonly", Buffer: "readonly", AbortController: "readonly", setInterval: "readonly", clearInterval: "readonly" } },

@@ -1,10 +1,10 @@
 /** `surelock inspect KEY`: who holds a key, who waits for it, on every node. */
 import { KeySpace } from "../keys.js";
-import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, perNode, type RedisAddress } from "./connection.js";
+import { perNode, type RedisAddress } from "./connection.js";
 import { formatDuration } from "./duration.js";
-import { ExitCode } from "./exit-codes.js";
 import { isLocked, readLockState, type Holder, type LockState, type QueuedWaiter, type SharedHolder, type SharedState } from "./lock-state.js";
-import { note, plural, print, printJson, quote } from "./output.js";
+import { exitCodeOf, withReachable } from "./one-shot.js";
+import { plural, print, printJson, quote } from "./output.js";
 
 export interface InspectOptions {
   readonly addresses: readonly RedisAddress[];
@@ -25,9 +25,8 @@ export interface InspectReport {
   readonly nodes: readonly NodeReport[];
 }
 
-export async function inspect(o: InspectOptions): Promise<number> {
-  const reached = await connectReachable(o.addresses, { reconnect: false, connectTimeoutMs: CONNECT_TIMEOUT_MS });
-  try {
+export function inspect(o: InspectOptions): Promise<number> {
+  return withReachable(o.addresses, async (reached) => {
     const keys = new KeySpace(o.prefix);
     const outcomes = await perNode(o.addresses, reached, `reading ${quote(o.key)}`, (d) => readLockState(d.client, keys, o.key));
     const nodes = outcomes.map((n): NodeReport => (n.value ? { node: n.node, ...n.value } : { node: n.node, error: n.error ?? "" }));
@@ -39,12 +38,8 @@ export async function inspect(o: InspectOptions): Promise<number> {
     };
     if (o.json) printJson(report);
     else print(...describe(report));
-    const failed = outcomes.filter((n) => n.error !== undefined);
-    for (const n of failed) note(n.error as string);
-    return failed.length > 0 ? ExitCode.unavailable : ExitCode.ok;
-  } finally {
-    await disconnectAll(reached.deployments);
-  }
+    return exitCodeOf(outcomes);
+  });
 }
 
 function describe(report: InspectReport): string[] {

@@ -4,11 +4,11 @@
  */
 import type { Redis } from "ioredis";
 import { KeySpace } from "../keys.js";
-import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, perNode, type Deployment, type RedisAddress } from "./connection.js";
+import { perNode, type Deployment, type RedisAddress } from "./connection.js";
 import { formatDuration } from "./duration.js";
-import { ExitCode } from "./exit-codes.js";
 import { escapeGlob, globToRegExp } from "./glob.js";
 import { readLockState, type LockState } from "./lock-state.js";
+import { exitCodeOf, withReachable } from "./one-shot.js";
 import { note, plural, print, printJson, quote, table } from "./output.js";
 
 export interface ListOptions {
@@ -43,9 +43,8 @@ export interface ListRow {
 const SCAN_COUNT = 1_000;
 const BATCH = 500;
 
-export async function list(o: ListOptions): Promise<number> {
-  const reached = await connectReachable(o.addresses, { reconnect: false, connectTimeoutMs: CONNECT_TIMEOUT_MS });
-  try {
+export function list(o: ListOptions): Promise<number> {
+  return withReachable(o.addresses, async (reached) => {
     const keys = new KeySpace(o.prefix);
     const matcher = globToRegExp(o.pattern);
     // A server-side prefilter; every name is parsed and matched exactly below. Classes and
@@ -73,12 +72,8 @@ export async function list(o: ListOptions): Promise<number> {
         ...(showNode ? [r.node] : []),
       ])));
     }
-    const failed = outcomes.filter((n) => n.error !== undefined);
-    for (const n of failed) note(`${n.error as string} (its locks are missing from this list)`);
-    return failed.length > 0 ? ExitCode.unavailable : ExitCode.ok;
-  } finally {
-    await disconnectAll(reached.deployments);
-  }
+    return exitCodeOf(outcomes, " (its locks are missing from this list)");
+  });
 }
 
 async function listNode(d: Deployment, server: Redis, keys: KeySpace, match: string, matcher: RegExp): Promise<ListRow[]> {

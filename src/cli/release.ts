@@ -6,9 +6,10 @@
  */
 import { KeySpace } from "../keys.js";
 import { scripts } from "../scripts/index.js";
-import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, onNode, perNode, type Deployment, type RedisAddress } from "./connection.js";
-import { ExitCode, UsageError } from "./exit-codes.js";
+import { onNode, perNode, type Deployment, type RedisAddress } from "./connection.js";
+import { UsageError } from "./exit-codes.js";
 import { endpointOf, readLockState } from "./lock-state.js";
+import { exitCodeOf, withReachable } from "./one-shot.js";
 import { note, plural, print, quote } from "./output.js";
 
 /** Which lock of the key: `mutex` (default), `rw` (both sides of a read-write lock), `semaphore`. */
@@ -40,8 +41,7 @@ export async function release(o: ReleaseOptions): Promise<number> {
         `then add --force if the holder is dead or stuck`,
     );
   }
-  const reached = await connectReachable(o.addresses, { reconnect: false, connectTimeoutMs: CONNECT_TIMEOUT_MS });
-  try {
+  return withReachable(o.addresses, async (reached) => {
     const keys = new KeySpace(o.prefix);
     const what = o.kind === "rw" ? "read-write lock" : o.kind;
     const outcomes = await perNode(o.addresses, reached, `releasing ${quote(o.key)}`, (d) => forceRelease(d, keys, o));
@@ -66,12 +66,8 @@ export async function release(o: ReleaseOptions): Promise<number> {
         if (d) await hintOtherKinds(d, keys, o).catch(() => {});
       }
     }
-    const failed = outcomes.filter((n) => n.error !== undefined);
-    for (const n of failed) note(`${n.error as string} (nothing was released there; it expires after its ttl)`);
-    return failed.length > 0 ? ExitCode.unavailable : ExitCode.ok;
-  } finally {
-    await disconnectAll(reached.deployments);
-  }
+    return exitCodeOf(outcomes, " (nothing was released there; it expires after its ttl)");
+  });
 }
 
 /** Ends every hold of the lock and wakes its waiters, in one script (force-release.lua). */

@@ -1,0 +1,136 @@
+// Which part of src/ may import which: the layer table, and the ESLint blocks that enforce it
+// (eslint.config.js spreads `layerRules()`; CONTRIBUTING.md explains the layers).
+//
+// The library is one chain of layers: a file may import its own layer and every layer below it,
+// never one above. Two parts stand beside the chain: surelock/testing (src/testing) and the command
+// line (src/cli), each with a short list of what it may import. The rule is ESLint's own
+// no-restricted-imports, one regex per place a file may not reach, written relative to its folder.
+import { readdirSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+
+/** The chain, bottom first. A member ending in "/" is a folder. */
+export const CHAIN = [
+  { name: "base", members: ["src/errors.ts", "src/validate.ts", "src/clock.ts", "src/deadline.ts", "src/keys.ts", "src/ids.ts", "src/diagnostics.ts"] },
+  { name: "scripts", members: ["src/scripts/"] },
+  { name: "adapters", members: ["src/adapters/"] },
+  // The fencing guard talks to Redis through an endpoint, like a store does; nothing below uses it.
+  { name: "store", members: ["src/store/", "src/guard.ts"] },
+  { name: "quorum", members: ["src/quorum/"] },
+  { name: "lease", members: ["src/lease/"] },
+  { name: "waiting", members: ["src/waiting/"] },
+  { name: "primitives", members: ["src/primitives/"] },
+  { name: "runtime", members: ["src/runtime.ts"] },
+  { name: "facade", members: ["src/surelock.ts"] },
+  { name: "index", members: ["src/index.ts"] },
+];
+
+/** Beside the chain: each may import itself and what `may` lists, nothing else of src/. */
+export const SIDES = [
+  {
+    name: "testing",
+    members: ["src/testing/"],
+    // The adapter contract it implements, and what users get.
+    may: ["src/adapters/types.ts", "src/index.ts"],
+  },
+  {
+    name: "cli",
+    members: ["src/cli/"],
+    may: [
+      "src/index.ts",
+      // Public classes taken from their own modules.
+      "src/surelock.ts", "src/errors.ts", "src/diagnostics.ts", "src/lease/lease.ts",
+      // Named internals: key names (inspect, list, release), the limits on durations, the clock an
+      // endpoint needs, the inspect and force-release scripts, and the endpoint over the CLI's own ioredis.
+      "src/keys.ts", "src/validate.ts", "src/clock.ts", "src/scripts/index.ts", "src/adapters/endpoint.ts", "src/adapters/ioredis.ts",
+    ],
+  },
+];
+
+/**
+ * Imports that break the table today, allowed by name until the code moves (each one is reported
+ * in CONTRIBUTING.md). test/layers.test.ts fails when one is no longer taken, so the list only shrinks.
+ */
+export const EXCEPTIONS = [
+  // RedisArg (string | number), the type of a script's arguments, lives with the adapter contract.
+  { file: "src/scripts/index.ts", imports: "src/adapters/types.ts" },
+  // The primitives are built on the runtime (`import type { Runtime }`): in the code the runtime sits
+  // below them, and only runtime.ts -> primitives/sections.ts goes the chain's way.
+  { file: "src/primitives/lock.ts", imports: "src/runtime.ts" },
+  { file: "src/primitives/mutex.ts", imports: "src/runtime.ts" },
+  { file: "src/primitives/read-write-lock.ts", imports: "src/runtime.ts" },
+  { file: "src/primitives/semaphore.ts", imports: "src/runtime.ts" },
+];
+
+const LAYERS = [
+  ...CHAIN.map((layer, i) => {
+    const below = CHAIN.slice(0, i + 1);
+    return { ...layer, may: below.flatMap((l) => l.members), mayText: `layers ${below.map((l) => l.name).join(", ")}` };
+  }),
+  ...SIDES.map((side) => ({ ...side, may: [...side.members, ...side.may], mayText: `only ${side.members.join(", ")} and ${side.may.join(", ")}` })),
+];
+
+const within = (file, member) => (member.endsWith("/") ? file.startsWith(member) : file === member);
+
+/** Every TypeScript source under src/, as "src/…" paths. */
+export function sourceFiles(root, dir = "src") {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory()) return sourceFiles(root, path);
+    return e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [path] : [];
+  });
+}
+
+/** The layer of a src/ file; throws for a file no layer claims, so that a new folder cannot slip past the rules. */
+export function layerOf(file) {
+  const layer = LAYERS.find((l) => l.members.some((m) => within(file, m)));
+  if (!layer) throw new Error(`${file} is in no layer: add it to CHAIN or SIDES in scripts/layers.mjs (see CONTRIBUTING.md, Layers)`);
+  return layer;
+}
+
+/**
+ * The places under src/ that `file` may not import: whole members where nothing inside is allowed,
+ * single files where something is (src/testing may take src/adapters/types.ts, not the rest of src/adapters/).
+ */
+function forbiddenFor(file, files) {
+  const layer = layerOf(file);
+  const allowed = [...layer.may, ...EXCEPTIONS.filter((e) => e.file === file).map((e) => e.imports)];
+  const ok = (target) => allowed.some((m) => within(target, m));
+  const places = [];
+  for (const other of LAYERS) {
+    for (const member of other.members) {
+      const inside = files.filter((f) => within(f, member));
+      if (inside.every(ok)) continue;
+      if (inside.some(ok)) places.push(...inside.filter((f) => !ok(f)).map((f) => ({ path: f, layer: other })));
+      else places.push({ path: member, layer: other });
+    }
+  }
+  return places;
+}
+
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The regex that matches an import specifier, written in `fromDir`, reaching `place`. */
+function specifierPattern(fromDir, place) {
+  let spec = relative(fromDir, place.path.replace(/\/$/, "")) || ".";
+  if (!spec.startsWith(".")) spec = `./${spec}`;
+  return place.path.endsWith("/") ? `^${escape(spec)}/` : `^${escape(spec.replace(/\.ts$/, ""))}\\.js$`;
+}
+
+/** Flat-config blocks, one per folder and layer (and per file with an exception), each with its no-restricted-imports patterns. */
+export function layerRules(root) {
+  const files = sourceFiles(root);
+  const groups = new Map();
+  for (const file of files) {
+    const layer = layerOf(file);
+    const dir = dirname(file);
+    const patterns = forbiddenFor(file, files).map((place) => ({
+      regex: specifierPattern(dir, place),
+      message: `${layer.name} may not import ${place.path} (${place.layer.name}); it may import ${layer.mayText}. See CONTRIBUTING.md, Layers.`,
+    }));
+    const id = `${dir} ${layer.name} ${JSON.stringify(patterns)}`;
+    const group = groups.get(id) ?? { files: [], patterns };
+    group.files.push(file);
+    groups.set(id, group);
+  }
+  return [...groups.values()].map((g) => ({ files: g.files, rules: { "no-restricted-imports": ["error", { patterns: g.patterns }] } }));
+}
