@@ -86,6 +86,7 @@ export abstract class Lock implements Lockable {
   readonly #rt: Runtime;
   readonly #spec: LockSpec;
 
+  /** @internal */
   protected constructor(rt: Runtime, spec: LockSpec) {
     this.#rt = rt;
     this.#spec = spec;
