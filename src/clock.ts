@@ -14,6 +14,7 @@ export interface Clock {
    * process alive unless `keepAlive` is true (a caller's own wait, such as an acquire's timeout).
    */
   setTimeout(fn: () => void, ms: number, keepAlive?: boolean): unknown;
+  /** Cancels a timer `setTimeout` returned (undefined: nothing to cancel). */
   clearTimeout(handle: unknown): void;
 }
 

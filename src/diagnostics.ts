@@ -8,8 +8,11 @@ import type { LockLostReason } from "./errors.js";
 
 /** Published when a lease was acquired (also on re-entry). */
 export interface AcquireMessage {
+  /** The user's key. */
   readonly key: string;
+  /** The lease's fencing token. */
   readonly fencingToken: bigint;
+  /** Whether it entered a hold this flow already had (a re-entry or a join by owner). */
   readonly reentered: boolean;
   /** Time from the call to the lease, ms. */
   readonly waitedMs: number;
@@ -18,39 +21,53 @@ export interface AcquireMessage {
 }
 /** Published when a lease was released. */
 export interface ReleaseMessage {
+  /** The user's key. */
   readonly key: string;
+  /** The lease's fencing token. */
   readonly fencingToken: bigint;
   /** Time the lease was held, ms. */
   readonly heldMs: number;
 }
 /** Published on each explicit extend and each watchdog renewal batch. */
 export interface ExtendMessage {
+  /** The user's key. */
   readonly key: string;
+  /** The lease's fencing token. */
   readonly fencingToken: bigint;
+  /** The ttl it renewed for, ms. */
   readonly ttl: number;
   /** True when the watchdog did it. */
   readonly automatic: boolean;
 }
 /** Published when a lease is lost. */
 export interface LostMessage {
+  /** The user's key. */
   readonly key: string;
+  /** The lease's fencing token. */
   readonly fencingToken: bigint;
+  /** Why (see LockLostError.reason). */
   readonly reason: LockLostReason;
   /** Time from the moment the lease became unsafe to the abort, ms (0 when it was learned from Redis). */
   readonly lateByMs: number;
 }
 /** Published when an acquire starts waiting and when it stops. */
 export interface WaitMessage {
+  /** The user's key. */
   readonly key: string;
+  /** `start` when it begins to wait (the lock was busy), `end` when the wait is over. */
   readonly phase: "start" | "end";
   /** On `end`: how it ended. */
   readonly outcome?: "acquired" | "timeout" | "aborted" | "error";
+  /** Time since the acquire was called, ms. */
   readonly waitedMs: number;
 }
 /** Published when best-effort cleanup failed (nobody else would hear about it). */
 export interface ErrorMessage {
+  /** The user's key. */
   readonly key: string;
+  /** What failed: `release`, `renew`, `subscribe`, `leave-queue`, `abandon`. */
   readonly operation: string;
+  /** Why. */
   readonly error: Error;
 }
 

@@ -35,6 +35,7 @@ export class SurelockError extends Error {
 
 /** `acquire` waited `timeout` ms without getting the lock. */
 export class LockTimeoutError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_TIMEOUT`. */
   static override readonly CODE = "ERR_SURELOCK_TIMEOUT";
   /** The user's key. */
   readonly key: string;
@@ -54,8 +55,11 @@ export class LockTimeoutError extends SurelockError {
 
 /** The lease is gone: taken by another owner, expired, or unprovable while Redis was unreachable. */
 export class LockLostError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_LOCK_LOST`. */
   static override readonly CODE = "ERR_SURELOCK_LOCK_LOST";
+  /** The user's key. */
   readonly key: string;
+  /** `taken` (another hold holds it), `expired` (it ran out) or `unreachable` (Redis could not confirm it in time). */
   readonly reason: LockLostReason;
 
   constructor(key: string, reason: LockLostReason, detail?: string, options?: { cause?: unknown }) {
@@ -68,7 +72,9 @@ export class LockLostError extends SurelockError {
 
 /** Release or extend of a lock that this owner does not hold (for example, after it was released). */
 export class LockNotHeldError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_NOT_HELD`. */
   static override readonly CODE = "ERR_SURELOCK_NOT_HELD";
+  /** The user's key. */
   readonly key: string;
 
   constructor(key: string, detail: string) {
@@ -90,8 +96,11 @@ export interface NodeOutcome {
 
 /** Quorum mode: fewer than N/2+1 nodes agreed. `nodes` lists every node's outcome. */
 export class QuorumError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_QUORUM`. */
   static override readonly CODE = "ERR_SURELOCK_QUORUM";
+  /** The user's key. */
   readonly key: string;
+  /** Every node's outcome, in the order the clients were given. */
   readonly nodes: readonly NodeOutcome[];
 
   constructor(key: string, operation: string, nodes: readonly NodeOutcome[], detail?: string) {
@@ -110,6 +119,7 @@ export class QuorumError extends SurelockError {
 
 /** A bad argument; thrown before any I/O. Names the argument, the value and what was expected. */
 export class InvalidArgumentError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_INVALID_ARGUMENT`. */
   static override readonly CODE = "ERR_SURELOCK_INVALID_ARGUMENT";
   /** The argument's name, e.g. `ttl` or `options.timeout`. */
   readonly argument: string;
@@ -126,6 +136,7 @@ export class InvalidArgumentError extends SurelockError {
 
 /** Redis unreachable, failing over, or too slow. `cause` is the client's error, when there was one. */
 export class ConnectionError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_CONNECTION`. */
   static override readonly CODE = "ERR_SURELOCK_CONNECTION";
   constructor(message: string, options?: { cause?: unknown }) {
     super(ConnectionError.CODE, message, options);
@@ -139,6 +150,7 @@ export class ConnectionError extends SurelockError {
  * the client's error.
  */
 export class ScriptError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_SCRIPT`. */
   static override readonly CODE = "ERR_SURELOCK_SCRIPT";
   constructor(message: string, options?: { cause?: unknown }) {
     super(ScriptError.CODE, message, options);
@@ -148,6 +160,7 @@ export class ScriptError extends SurelockError {
 
 /** A deployment surelock cannot work with (for example a Cluster older than Redis 7). */
 export class UnsupportedError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_UNSUPPORTED`. */
   static override readonly CODE = "ERR_SURELOCK_UNSUPPORTED";
   constructor(message: string) {
     super(UnsupportedError.CODE, message);
@@ -157,7 +170,9 @@ export class UnsupportedError extends SurelockError {
 
 /** The call would wait for the caller itself (a read-write lock's reader asking for the write side). */
 export class DeadlockError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_DEADLOCK`. */
   static override readonly CODE = "ERR_SURELOCK_DEADLOCK";
+  /** The user's key. */
   readonly key: string;
   constructor(key: string, detail: string) {
     super(DeadlockError.CODE, `lock "${key}": ${detail}`);
@@ -168,7 +183,9 @@ export class DeadlockError extends SurelockError {
 
 /** The lock exists in Redis with settings that differ from the caller's (a semaphore's permits). */
 export class ConflictError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_CONFLICT`. */
   static override readonly CODE = "ERR_SURELOCK_CONFLICT";
+  /** The user's key. */
   readonly key: string;
   constructor(key: string, detail: string) {
     super(ConflictError.CODE, `lock "${key}": ${detail}`);
@@ -179,6 +196,7 @@ export class ConflictError extends SurelockError {
 
 /** The `Surelock` instance was closed. */
 export class ClosedError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_CLOSED`. */
   static override readonly CODE = "ERR_SURELOCK_CLOSED";
   constructor(what = "this Surelock instance") {
     super(ClosedError.CODE, `${what} is closed`);

@@ -8,14 +8,19 @@ import type { RedisAdapter } from "./types.js";
 
 /** An ioredis `Redis` or `Cluster` (Sentinel-backed too), as surelock recognises it. */
 export interface IoredisClient {
+  /** Sends any command (surelock sends EVALSHA, EVAL and a few others through it). */
   call(command: string, ...args: never[]): Promise<unknown>;
+  /** Opens another connection like this one (for wake-ups). */
   duplicate(...args: never[]): unknown;
+  /** The connection's state, as ioredis reports it. */
   readonly status: string;
 }
 
 /** A node-redis client, cluster or Sentinel client (v4+), as surelock recognises it. */
 export interface NodeRedisClient {
+  /** Sends any command. */
   sendCommand(...args: never[]): Promise<unknown>;
+  /** Opens another client like this one (for wake-ups). */
   duplicate(...args: never[]): unknown;
 }
 

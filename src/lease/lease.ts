@@ -28,6 +28,11 @@ export interface LeaseRuntime {
 
 const INTERNAL = Symbol("surelock.lease");
 
+/**
+ * The handle of one acquisition (one entry of a hold): its key, fencing token and owner, a signal
+ * that aborts when it can no longer be trusted, and release / extend / isHeld. Made by `acquire()`,
+ * `tryAcquire()` and `withLock()`; `await using` releases it.
+ */
 export class Lease implements AsyncDisposable {
   /** The user's key, as given. */
   readonly key: string;

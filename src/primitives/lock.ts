@@ -45,8 +45,11 @@ export type LockedWork<T> = (lease: Lease) => Promise<T> | T;
 export interface Lockable {
   /** The user's key. */
   readonly key: string;
+  /** Waits for the lock and returns its lease (see `Mutex.acquire`). */
   acquire(options?: AcquireOptions): Promise<Lease>;
+  /** One attempt: the lease, or null if the lock is busy. */
   tryAcquire(options?: TryAcquireOptions): Promise<Lease | null>;
+  /** Acquires, runs `work(lease)`, releases, and returns what `work` returned. */
   withLock<T>(work: LockedWork<T>, options?: WithLockOptions): Promise<T>;
 }
 
@@ -81,7 +84,9 @@ interface Wanted {
   readonly leaseTimeMs: number | undefined;
 }
 
+/** The lock engine every primitive extends (not exported: the primitives are). */
 export abstract class Lock implements Lockable {
+  /** The user's key. */
   readonly key: string;
   readonly #rt: Runtime;
   readonly #spec: LockSpec;
