@@ -3,7 +3,7 @@
  * its timeout, its caller's signal and close(). An `Interruption` folds those into one
  * AbortSignal; `race` settles a promise early when that signal aborts and hands a result that
  * arrives afterwards to whoever must undo it. A `DeadlineQueue` bounds many calls that share one
- * timeout with a single timer.
+ * timeout with a single timer; `within` bounds a one-off call (a subscription, a connect, a QUIT).
  */
 import { setMaxListeners } from "node:events";
 import type { Clock } from "./clock.js";
@@ -102,6 +102,28 @@ export function race<T>(work: Promise<T>, stop: AbortSignal, late?: (value: T) =
         stop.removeEventListener("abort", onAbort);
         if (settled) return;
         settled = true;
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Settles as `call` does, or rejects with `late()` after `ms`. For the connection chores of the
+ * adapters, which run on real time whatever the runtime's clock: a virtual clock in a test must
+ * not stall a socket. The timer never keeps the process alive.
+ */
+export function within<T>(call: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(late()), ms);
+    timer.unref();
+    call.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
         reject(error);
       },
     );

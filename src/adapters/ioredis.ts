@@ -3,6 +3,7 @@
  * commands to the user's client; we only send commands, add event listeners (removed on close)
  * and duplicate connections for wake-ups.
  */
+import { within } from "../deadline.js";
 import { slotOf } from "../keys.js";
 import { commandThenWaitOnNode, type NodeSender, type NodeTarget } from "./cluster-wait.js";
 import { ShardedSubscriber, type ShardSource } from "./sharded-subscriber.js";
@@ -166,11 +167,11 @@ export class IoredisAdapter implements RedisAdapter {
         if (connection.status !== "ready") {
           throw new Error(`the wake-up connection to ${this.name} is not ready (${connection.status}) after ${SUBSCRIBE_TIMEOUT_MS} ms`);
         }
-        await within(connection.subscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, `SUBSCRIBE ${prefix + channel}`);
+        await within(connection.subscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, noReply(`SUBSCRIBE ${prefix + channel}`));
       },
       unsubscribe: async (channel) => {
         if (connection.status !== "ready") return;
-        await within(connection.unsubscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, `UNSUBSCRIBE ${prefix + channel}`);
+        await within(connection.unsubscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, noReply(`UNSUBSCRIBE ${prefix + channel}`));
       },
       onMessage: (handler) => { onMessage = handler; },
       onReconnect: (handler) => { onReconnect = handler; },
@@ -179,19 +180,7 @@ export class IoredisAdapter implements RedisAdapter {
   }
 }
 
-/** Settles as `call` does, or rejects after `ms` (a reply that never comes). */
-async function within<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no reply to ${what} within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([call, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const noReply = (what: string) => (): Error => new Error(`no reply to ${what} within ${SUBSCRIBE_TIMEOUT_MS} ms`);
 
 /**
  * QUIT, and if the server does not answer in time (a partition), drop the connection. A
@@ -203,29 +192,19 @@ async function quitWithin(connection: IoredisLike, ms: number): Promise<void> {
     connection.disconnect();
     return;
   }
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  await Promise.race([connection.quit().catch(() => {}), late]);
-  clearTimeout(timer);
+  await within(connection.quit(), ms, () => new Error("no reply to QUIT")).catch(() => {});
   connection.disconnect();
 }
 
 /** Resolves when the connection is ready, or after `ms` (the caller then checks its status). */
 function readyWithin(connection: IoredisLike, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const ready = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      connection.removeListener?.("ready", ready);
-      resolve();
-    }, ms);
-    timer.unref();
+  let ready = (): void => {};
+  const up = new Promise<void>((resolve) => {
+    ready = resolve;
     connection.once("ready", ready as Listener);
+  });
+  return within(up, ms, () => new Error("not ready")).catch(() => {
+    connection.removeListener?.("ready", ready as Listener);
   });
 }
 

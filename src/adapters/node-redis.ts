@@ -1,4 +1,5 @@
 /** Adapter for node-redis (v4 and later) clients, cluster clients and Sentinel clients. */
+import { within } from "../deadline.js";
 import { InvalidArgumentError } from "../errors.js";
 import { slotOf } from "../keys.js";
 import { commandThenWaitOnNode, type NodeSender } from "./cluster-wait.js";
@@ -308,20 +309,13 @@ async function subscriberOver(
  * connection would come to life later with nobody to close it. So it is destroyed at the deadline.
  */
 async function connectWithin(connection: Closable & { connect(): Promise<unknown> }, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
   const connecting = connection.connect();
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the wake-up connection did not connect within ${ms} ms`)), ms);
-    timer.unref();
-  });
   try {
-    await Promise.race([connecting, late]);
+    await within(connecting, ms, () => new Error(`the wake-up connection did not connect within ${ms} ms`));
   } catch (error) {
     connecting.catch(() => {});
     if (connection.destroy) connection.destroy();
     else await connection.disconnect?.().catch(() => {});
     throw error;
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -6,6 +6,7 @@
  * message: an announcement may have been missed while it moved, so its waiters try again.
  * A wake-up lost in any other way costs latency only: every wait is also capped by a poll.
  */
+import { within } from "../deadline.js";
 import type { RedisSubscriber } from "./types.js";
 
 /** A dedicated pub/sub connection to one primary. */
@@ -192,10 +193,6 @@ export class ShardedSubscriber implements RedisSubscriber {
   }
 
   #bounded(call: Promise<unknown>): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no reply to SSUBSCRIBE within ${this.#timeoutMs} ms`)), this.#timeoutMs);
-    });
-    return Promise.race([call, deadline]).finally(() => clearTimeout(timer));
+    return within(call, this.#timeoutMs, () => new Error(`no reply to SSUBSCRIBE within ${this.#timeoutMs} ms`));
   }
 }

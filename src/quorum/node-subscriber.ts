@@ -8,6 +8,7 @@
  * room's poll covers anything this misses.
  */
 import type { RedisSubscriber } from "../adapters/types.js";
+import { within } from "../deadline.js";
 import { ConnectionError } from "../errors.js";
 
 /** First pause before a failed subscription is tried again; it doubles up to the maximum. */
@@ -108,21 +109,10 @@ export class NodeSubscriber implements RedisSubscriber {
   }
 
   #bounded(call: Promise<void>, what: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new ConnectionError(`${what} on ${this.#name}: no reply within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
-      timer.unref();
-      call.then(
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error instanceof ConnectionError ? error : new ConnectionError(`${what} on ${this.#name} failed`, { cause: error }));
-        },
-      );
-    });
+    return within(call, this.#timeoutMs, () => new ConnectionError(`${what} on ${this.#name}: no reply within ${this.#timeoutMs} ms`)).catch(
+      (error: unknown) => {
+        throw error instanceof ConnectionError ? error : new ConnectionError(`${what} on ${this.#name} failed`, { cause: error });
+      },
+    );
   }
 }
