@@ -28,12 +28,6 @@ const KNOWN_BROKEN: readonly { doc: string; firstLine: string; fails: RegExp; wh
     fails: /Cannot find name 'locks'/,
     why: "a fragment (uses locks, signal, lease from elsewhere) not marked ```ts fragment",
   },
-  {
-    doc: "docs/quorum.md",
-    firstLine: 'import Redis from "ioredis";',
-    fails: /This expression is not constructable/,
-    why: 'default import of ioredis under NodeNext: import { Redis } from "ioredis"; it also needs no-run (hosts redis-a..e)',
-  },
 ];
 
 const DIR = join(ROOT, ".tmp", "snippets", "docs");
