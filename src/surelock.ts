@@ -70,6 +70,7 @@ export class Surelock {
   readonly ttl: number;
   readonly #rt: Runtime;
   readonly #endpoints: readonly Endpoint[];
+  #closed: Promise<void> | undefined;
 
   constructor(options: SurelockOptions) {
     if (options === undefined || options === null || typeof options !== "object") {
@@ -165,10 +166,14 @@ export class Surelock {
   /**
    * Ends every wait (pending acquires reject with ClosedError), gives back the leases still held
    * (their signals abort first) and closes the wake-up connections, each step bounded by the
-   * command timeout. Never closes the clients you passed in. Idempotent: a second call joins the first.
+   * command timeout. Never closes the clients you passed in, and leaves no listener on them.
+   * Idempotent: a second call joins the first.
    */
   close(): Promise<void> {
-    return this.#rt.close();
+    this.#closed ??= this.#rt.close().finally(() => {
+      for (const endpoint of this.#endpoints) endpoint.adapter.detach?.();
+    });
+    return this.#closed;
   }
 }
 

@@ -74,7 +74,7 @@ export class IoredisAdapter implements RedisAdapter {
    * Calls on the wire, when the client will not resend them after a reconnect: ioredis then drops
    * them without ever settling their promises, so we settle them when the connection closes.
    */
-  readonly #inFlight: Set<(error: Error) => void> | undefined;
+  #inFlight: Set<(error: Error) => void> | undefined;
 
   constructor(client: IoredisLike) {
     this.#client = client;
@@ -96,6 +96,12 @@ export class IoredisAdapter implements RedisAdapter {
     this.#client.removeListener?.("close", this.#onClose);
     for (const reject of dropped) reject(new Error("Connection closed before the reply (the client does not resend): the command may or may not have run"));
   };
+
+  /** Stops watching the client's 'close' (Surelock.close()): a call the client drops later stays unsettled, as it would without us. */
+  detach(): void {
+    this.#client.removeListener?.("close", this.#onClose);
+    this.#inFlight = undefined;
+  }
 
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
     return this.#send("EVALSHA", [sha, keys.length, ...keys, ...args]);

@@ -66,4 +66,10 @@ export interface RedisAdapter {
    * answers for that connection's writes, usually none, and so reports success too easily).
    */
   commandThenWait?(args: readonly RedisArg[], key: string | undefined, wait: ReplicaWait): Promise<AcknowledgedReply>;
+  /**
+   * Optional: called once by `Surelock.close()` after its last command. Removes whatever the
+   * adapter attached to the user's client (event listeners); the client itself stays open, it is
+   * the user's. A call still on the wire then settles only as the client settles it.
+   */
+  detach?(): void;
 }

@@ -65,6 +65,20 @@ describe("close() settles, and settles every pending call", () => {
     await assertNoTrace(server);
   });
 
+  it("ioredis without resend: close() leaves no listener on the client, even with a call whose reply never came", async () => {
+    const redis = h.client({ autoResendUnfulfilledCommands: false }, proxy);
+    const locks = await warm({ redis, commandTimeout: 300 });
+    const before = redis.listenerCount("close");
+    proxy.blackhole();
+    const stuck = await settles(locks.mutex("stuck").tryAcquire(), 3_000);
+    assert.ok(!stuck.ok, "the call without a reply is bounded by the command timeout");
+    assert.equal(redis.listenerCount("close"), before + 1, "while the call is on the wire, the adapter watches the connection");
+    await locks.close();
+    assert.equal(redis.listenerCount("close"), before, "close() took its listener off the user's client");
+    proxy.dropAll();
+    proxy.pass();
+  });
+
   it("ioredis: close() is bounded when the wake-up connection is blackholed (QUIT never answered)", async () => {
     const holder = await h.locks().mutex("quiet").acquire();
     const locks = await warm({ commandTimeout: 300 });

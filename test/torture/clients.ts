@@ -66,3 +66,23 @@ export async function whenReady(clients: readonly (Redis | Cluster)[], ms: numbe
     });
   })));
 }
+
+/**
+ * Resolves once every command sent on these clients before the call has been answered: a PING
+ * queues behind them on the connection (on every master of a Cluster). A surelock call whose own
+ * deadline passed may still be waiting for its reply in the user's client, and its adapter keeps
+ * a 'close' listener until that reply comes; that is not something left behind.
+ */
+export async function drained(clients: readonly (Redis | Cluster)[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`commands not answered within ${ms} ms`)), ms);
+  });
+  const pings = clients.map((c) =>
+    c instanceof Cluster ? Promise.all(c.nodes("master").map((n) => n.ping())) : c.ping());
+  try {
+    await Promise.race([Promise.all(pings), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

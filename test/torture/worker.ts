@@ -8,7 +8,7 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { Socket } from "node:net";
 import type { Cluster, Redis } from "ioredis";
 import { Surelock, type ExtendMessage } from "../../src/index.js";
-import { makeClients, whenReady, type WorkerClients } from "./clients.js";
+import { drained, makeClients, whenReady, type WorkerClients } from "./clients.js";
 import { monoMs } from "./clock.js";
 import { Executor, type ExecEnv } from "./executor.js";
 import { errorInfo } from "./history.js";
@@ -204,10 +204,11 @@ class Worker {
     }
     unsubscribe("surelock:extend", this.#onExtend);
     // ioredis keeps a 'ready' and a 'close' listener of its own while it reconnects: count once the
-    // clients are connected again, as they were when the baseline was taken.
-    const settled = await whenReady(clients.all, 5_000).then(() => true, () => false);
+    // clients are connected again, as they were when the baseline was taken, and have answered
+    // everything sent before (an adapter listens for 'close' while a call of its is on the wire).
+    const settled = await whenReady(clients.all, 5_000).then(() => drained(clients.all, 5_000)).then(() => true, () => false);
     const listeners = settled ? beyond(this.#listenersBefore, listenerCounts(clients)) : {};
-    if (!settled) this.#rec.emit({ type: "note", text: "a client did not reconnect within 5 s: listeners not counted" });
+    if (!settled) this.#rec.emit({ type: "note", text: "a client did not reconnect and answer within 5 s: listeners not counted" });
     // Our own clients go last: whatever is left after that is something surelock kept open.
     const ended = new Set<Redis | Cluster>();
     await Promise.all(clients.all.map((c) => new Promise<void>((resolve) => {
