@@ -15,7 +15,14 @@ import { Sections } from "./primitives/sections.js";
 import type { Grant, Store } from "./store/types.js";
 import type { Obtained } from "./waiting/waiting-room.js";
 import { WaitingRoom } from "./waiting/waiting-room.js";
-import { Wakeups } from "./waiting/wakeups.js";
+import { Wakeups, type Subscription, type WakeupHandler } from "./waiting/wakeups.js";
+
+/** Someone other than a waiter who listens to a lock's channel (an election's observer, a latch's waiter). */
+export interface ChannelListener {
+  message(message: string): void;
+  /** Messages may have been missed (the subscriber reconnected). */
+  missed(): void;
+}
 
 export interface RuntimeOptions {
   readonly store: Store;
@@ -33,6 +40,8 @@ export class Runtime implements LeaseRuntime {
   readonly clock: Clock;
   readonly keys: KeySpace;
   readonly defaultTtlMs: number;
+  /** Longest pause between two checks of a waiter that has no wake-up yet, ms. */
+  readonly pollMs: number;
   readonly ids = new Ids();
   readonly keepalive: Keepalive;
   readonly waiting: WaitingRoom;
@@ -41,6 +50,7 @@ export class Runtime implements LeaseRuntime {
   readonly #closer = widelyWatched();
   /** This process's holds by hold id, so that a re-entry joins its section's hold. */
   readonly #holds = new Map<string, Hold>();
+  readonly #listeners = new Map<string, Set<ChannelListener>>();
   #closing: Promise<void> | undefined;
 
   constructor(o: RuntimeOptions) {
@@ -48,10 +58,37 @@ export class Runtime implements LeaseRuntime {
     this.clock = o.clock;
     this.keys = o.keys;
     this.defaultTtlMs = o.defaultTtlMs;
+    this.pollMs = o.pollMs;
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({ store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs });
-    this.#wakeups = new Wakeups(() => o.store.subscribers(), this.waiting, o.clock, o.closeMs);
+    // The waiting room hears every channel; other listeners hear the channels they asked for.
+    const handler: WakeupHandler = {
+      message: (channel, message) => {
+        this.waiting.message(channel, message);
+        for (const listener of this.#listeners.get(channel) ?? []) listener.message(message);
+      },
+      missed: (channel) => {
+        this.waiting.missed(channel);
+        for (const listener of this.#listeners.get(channel) ?? []) listener.missed();
+      },
+    };
+    this.#wakeups = new Wakeups(() => o.store.subscribers(), handler, o.clock, o.closeMs);
     this.waiting.listen(this.#wakeups);
+  }
+
+  /** Listens to `channel` on every node until `release()`; `ready` settles once subscribed (or failed). */
+  listen(channel: string, listener: ChannelListener): Subscription {
+    let set = this.#listeners.get(channel);
+    if (!set) this.#listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    const subscription = this.#wakeups.ref(channel);
+    return {
+      ready: subscription.ready,
+      release: () => {
+        subscription.release();
+        if (set.delete(listener) && set.size === 0 && this.#listeners.get(channel) === set) this.#listeners.delete(channel);
+      },
+    };
   }
 
   /** Aborts, with a ClosedError, when close() is called. */
