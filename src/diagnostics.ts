@@ -67,12 +67,16 @@ export interface LeaderMessage {
   readonly owner: string;
   readonly fencingToken: bigint;
 }
-/** Published when a countdown latch is counted down here, and when a wait here sees it open. */
+/** Published when a countdown latch is counted down here, and when a wait here starts waiting or sees it open. */
 export interface LatchMessage {
   readonly key: string;
-  /** `countDown`: a countDown() call settled (`counted` false: a replay, or it was open already); `open`: a wait() ended at 0. */
-  readonly event: "countDown" | "open";
-  /** What is left of the count (0 for `open`). */
+  /**
+   * `countDown`: a countDown() call settled (`counted` false: it counted nothing, being a replay or
+   * the latch open already); `waiting`: a wait() found it closed and listens for its opening;
+   * `open`: a wait() ended because the count is 0.
+   */
+  readonly event: "countDown" | "waiting" | "open";
+  /** What is left of the count. */
   readonly count: number;
   readonly counted?: boolean;
   /** On `open`: how long the wait took, ms. */

@@ -126,11 +126,13 @@ export class CountDownLatch {
       const s = rt.listen(this.#keys.channel, { message: poke, missed: poke });
       subscription = s;
       await race(s.ready, stop.signal);
-      for (;;) {
+      for (let looks = 0; ; looks++) {
         // Look again now that we listen (an announcement made before we did went unheard), after
         // each announcement, and at least every pollInterval.
         poked = false;
-        if ((await race(this.#read(), stop.signal)) === 0) return this.#opened(startedAt);
+        const left = await race(this.#read(), stop.signal);
+        if (left === 0) return this.#opened(startedAt);
+        if (looks === 0) publish("latch", () => ({ key: this.key, event: "waiting", count: left }));
         if (!poked) await this.#nextPoke(stop.signal, (w) => { wake = w; });
         wake = undefined;
         stop.throwIfInterrupted();
