@@ -34,15 +34,16 @@ if (values.worker !== undefined) {
   process.stdout.write(`worker ${part}: done, ${left} part(s) left\n`);
 } else {
   const started = performance.now();
-  for (let part = 0; part < parts; part++) {
+  const workers = Array.from({ length: parts }, (_, part) =>
     fork(new URL(import.meta.url).pathname, ["--batch", batch, "--parts", String(parts), "--worker", String(part)], {
       execArgv: ["--import", "tsx"],
-    });
-  }
+    }));
+  const exited = workers.map((w) => new Promise((resolve) => w.on("exit", resolve)));
   await done.wait({ timeout: 60_000 });
   const results = await redis.hgetall(`{${batch}}:results`);
   process.stdout.write(`coordinator: all ${parts} parts done after ${Math.round(performance.now() - started)} ms: ${Object.keys(results).length} results\n`);
   await redis.del(`{${batch}}:results`);
+  await Promise.all(exited);
 }
 await locks.close();
 await redis.quit();
