@@ -32,6 +32,8 @@ const OPTIONS = {
   force: { type: "boolean" },
   kind: { type: "string" },
   strict: { type: "boolean" },
+  wait: { type: "boolean" },
+  follow: { type: "boolean" },
 } as const;
 export type OptionName = keyof typeof OPTIONS;
 
@@ -42,6 +44,7 @@ const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
   list: [...GLOBAL, "json"],
   release: [...GLOBAL, "force", "kind"],
   doctor: [...GLOBAL, "json", "strict"],
+  leader: [...GLOBAL, "json", "wait", "follow", "timeout"],
 };
 
 const MAX_KEY_LENGTH = 1024;

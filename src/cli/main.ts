@@ -11,6 +11,7 @@ import { exec } from "./exec.js";
 import { CliError, ExitCode, UsageError } from "./exit-codes.js";
 import { COMMAND_HELP, MAIN_HELP } from "./help.js";
 import { inspect } from "./inspect.js";
+import { leader } from "./leader.js";
 import { list } from "./list.js";
 import { print, quote } from "./output.js";
 import { release, RELEASE_KINDS, type ReleaseKind } from "./release.js";
@@ -86,6 +87,15 @@ function run(command: CommandName, line: CommandLine, env: NodeJS.ProcessEnv): P
         throw new UsageError(`invalid --kind ${quote(kind)}: expected ${RELEASE_KINDS.join(", ")}`);
       }
       return release({ addresses, prefix, key, kind: kind as ReleaseKind, force: line.values.has("force") });
+    }
+    case "leader": {
+      const key = checkKey("key", operand(operands, "K", true));
+      const wait = line.values.has("wait");
+      const follow = line.values.has("follow");
+      if (wait && follow) throw new UsageError("--wait and --follow do not go together: --follow waits for every change already");
+      const timeoutMs = duration(line, "timeout", 0);
+      if (timeoutMs !== undefined && !wait) throw new UsageError("--timeout needs --wait");
+      return leader({ addresses, prefix, key, json, wait, follow, timeoutMs: timeoutMs ?? Infinity });
     }
     case "doctor":
       if (operands.length > 0) throw new UsageError(`unexpected argument ${quote(operands[0] as string)}`);

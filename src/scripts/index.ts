@@ -264,6 +264,7 @@ export const scripts = {
   raiseFence: bind(LUA.raiseFence, true, parseInt("raise-fence")),
   guardWrite: bind(LUA.guardWrite, true, parseGuard),
   inspect: bind(LUA.inspect, false, parseJson("inspect")),
+  inspectCoordination: bind(LUA.inspectCoordination, false, parseJson("inspect-coordination")),
   proclaim: bind(LUA.proclaim, false, (reply) => holdState("proclaim", reply)),
   readLeader: bind(LUA.readLeader, false, parseLeader),
   countDown: bind(LUA.countDown, true, parseLatch("count-down")),
