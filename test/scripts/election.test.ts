@@ -1,4 +1,4 @@
-/** proclaim.lua and read-leader.lua: an election's leader stores its value; everyone reads who leads. */
+/** proclaim.lua, read-leader.lua, inspect-coordination.lua: an election's leader stores its value; everyone reads who leads. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { KeySpace } from "../../src/keys.js";
@@ -6,7 +6,7 @@ import { scripts } from "../../src/scripts/index.js";
 import { within } from "../helpers/fixtures.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
-void describe("proclaim.lua, read-leader.lua", () => {
+void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
   let b: ScriptBench;
   before(async () => { b = await scriptBench(); });
   after(() => b.close());
@@ -84,6 +84,32 @@ void describe("proclaim.lua, read-leader.lua", () => {
     const before = await b.snapshot(exclusiveKeys(k));
     await read("reading");
     assert.deepEqual(await b.snapshot(exclusiveKeys(k)), before, "read-only");
+  });
+
+  void it("inspect-coordination: the election's holder, value and live candidates, and the latch of that name, read-only", async () => {
+    const k = keys("seen");
+    const latch = space.latch("seen").state;
+    const inspect = () => b.run(scripts.inspectCoordination.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, latch }, {})) as Promise<{
+      election: { holder: { owner: string; hold: string; proclaimed: boolean; fencingToken: string; value: string | null; pttlMs: number } | null; candidates: { owner: string }[] } | null;
+      latch: { count: number; left: number; pttlMs: number } | null;
+    }>;
+    assert.deepEqual(await inspect(), { election: null, latch: null });
+    const token = await found("seen", "o1", "h1");
+    const unproclaimed = (await inspect()).election?.holder;
+    assert.ok(unproclaimed && unproclaimed.pttlMs > 9_000);
+    assert.deepEqual({ ...unproclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", proclaimed: false, fencingToken: token.toString(), value: null, pttlMs: 0 });
+    await b.run(proclaim("seen", "h1", token, "v"));
+    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o2", hold: "t2", entry: "t2", ttl: 10_000, join: "", ticketLease: 3_000 }));
+    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o3", hold: "t3", entry: "t3", ttl: 10_000, join: "", ticketLease: 60 }));
+    await b.run(scripts.countDown.call({ latch, channel: space.latch("seen").channel }, { id: "a", count: 4, ttl: 60_000, publish: "PUBLISH" }));
+    // The second candidate's ticket lapses on the server's clock; proven by waiting past it.
+    await new Promise((r) => setTimeout(r, 80));
+    const before = await b.snapshot([...exclusiveKeys(k), latch]);
+    const doc = await inspect();
+    assert.deepEqual([doc.election?.holder?.proclaimed, doc.election?.holder?.value, doc.election?.holder?.fencingToken], [true, "v", token.toString()]);
+    assert.deepEqual(doc.election?.candidates.map((c) => c.owner), ["o2"], "live candidates only");
+    assert.deepEqual([doc.latch?.count, doc.latch?.left], [4, 3]);
+    assert.deepEqual(await b.snapshot([...exclusiveKeys(k), latch]), before, "read-only");
   });
 
   void it("the next hold never shows the previous leader's value", async () => {
