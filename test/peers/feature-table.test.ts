@@ -13,6 +13,7 @@ import * as redlock4Module from "redlock";
 import * as redlock5Module from "redlock5";
 import * as semaphoreModule from "redis-semaphore";
 import { Mutex, MultiSemaphore, RedlockMutex, Semaphore } from "redis-semaphore";
+import { defaultOnLockLost } from "redis-semaphore/lib/misc.js";
 import { Surelock } from "../../src/index.js";
 import { eventually, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 import { startPrimaries, startStandalone, type RedisServer } from "../helpers/redis-topology.js";
@@ -124,7 +125,9 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     await mutex.acquire();
     await redis.del("mutex:lost-rs");
     assert.ok((await within(2_000, lost, "onLockLost")) instanceof semaphoreModule.LostLockError);
-    assert.equal(semaphoreModule.defaultTimeoutOptions.retryInterval, 10);
+    // Without onLockLost, the refresh timer calls this default, which throws the error again.
+    const error = new semaphoreModule.LostLockError("lost");
+    assert.throws(() => defaultOnLockLost(error), (e: unknown) => e === error);
   });
 
   it("waiting: the peers retry on a timer and keep no queue; surelock is woken by the release and queues its waiters", async () => {
@@ -173,6 +176,12 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     await locks.close();
     console.log(`# script calls or SETs naming the lock while one waiter waited 500 ms, then got it: ${JSON.stringify(counts)}`);
     assert.equal(rs.some((a) => /subscribe/i.test(a[0] ?? "")) || rl.some((a) => /subscribe/i.test(a[0] ?? "")), false, "no peer subscribes");
+    // Their defaults: redlock retries 10 times, 200 ± 100 ms apart; redis-semaphore every 10 ms.
+    const r4 = new Redlock4([redis]);
+    assert.deepEqual([r4.retryCount, r4.retryDelay, r4.retryJitter], [10, 200, 100]);
+    const { retryCount, retryDelay, retryJitter } = new Redlock5([redis]).settings;
+    assert.deepEqual([retryCount, retryDelay, retryJitter], [10, 200, 100]);
+    assert.equal(semaphoreModule.defaultTimeoutOptions.retryInterval, 10);
     assert.ok((counts["redis-semaphore (retryInterval 10 ms)"] ?? 0) > 20);
     assert.ok((counts["redlock 5 (retryDelay 200 ± 100 ms)"] ?? 0) >= 3);
     // surelock: the holder's acquire, the waiter's two attempts, the release: no attempt while it waited.

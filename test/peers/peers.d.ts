@@ -6,6 +6,9 @@ declare module "redlock" {
   export interface Lock { readonly resource: string; readonly value: string; unlock(): Promise<void>; extend(ttl: number): Promise<Lock> }
   export default class Redlock {
     constructor(clients: readonly Redis[], options?: RedlockOptions);
+    readonly retryCount: number;
+    readonly retryDelay: number;
+    readonly retryJitter: number;
     lock(resource: string, ttl: number): Promise<Lock>;
   }
 }
@@ -19,6 +22,7 @@ declare module "redlock5" {
   export class ResourceLockedError extends Error {}
   export default class Redlock {
     constructor(clients: readonly Redis[], settings?: Settings);
+    readonly settings: Required<Settings>;
     acquire(resources: string[], duration: number): Promise<Lock>;
     using<T>(resources: string[], duration: number, routine: (signal: RedlockAbortSignal) => Promise<T>): Promise<T>;
   }
