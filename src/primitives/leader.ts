@@ -69,6 +69,8 @@ export interface ObserveRequest {
 export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader | null, void, undefined> {
   const { rt } = o;
   const stop = new Interruption({ clock: rt.clock, signals: [o.signal, rt.closed] });
+  // First pulled after its signal or close(): nothing to watch (and no connection to open).
+  if (stop.signal.aborted) return stop.dispose();
   let stale = true;
   let wake: (() => void) | undefined;
   const poke = (): void => {

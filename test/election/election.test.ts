@@ -144,5 +144,21 @@ describe("leader election", () => {
     await locks.close();
     await within(2_000, seen.done, "the observation to end on close()");
   });
+
+  it("an observation first pulled after close() (or after its signal aborted) ends at once, opening nothing", async () => {
+    const locks = h.locks();
+    const late = locks.election("late").observe();
+    const stop = new AbortController();
+    const aborted = locks.election("late").observe({ signal: stop.signal });
+    stop.abort();
+    assert.deepEqual(await within(1_000, aborted.next()), { done: true, value: undefined });
+    const clientsBefore = String(await server.command("CLIENT", "LIST")).trim().split("\n").length;
+    await locks.close();
+    assert.deepEqual(await within(1_000, late.next()), { done: true, value: undefined });
+    await quietFor(300); // a subscriber connection opened now would show up by then
+    const clientsAfter = String(await server.command("CLIENT", "LIST")).trim().split("\n").length;
+    assert.ok(clientsAfter <= clientsBefore, `${clientsBefore} connections before, ${clientsAfter} after`);
+    await assert.rejects(async () => locks.election("late").observe(), { code: "ERR_SURELOCK_CLOSED" });
+  });
 });
 
