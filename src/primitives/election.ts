@@ -108,7 +108,8 @@ export class Election {
     this.#campaigns.add(resigned);
     const stop = new Interruption({ clock: rt.clock, signals: [signal, resigned.signal] });
     try {
-      const lease = await this.#candidacy.acquire({ owner: rt.ids.owner(), signal: stop.signal, ...(timeout !== undefined && { timeout }) });
+      // A fresh owner per campaign: the candidacy never joins a hold by owner.
+      const lease = await this.#candidacy.acquire({ signal: stop.signal, ...(timeout !== undefined && { timeout }) });
       try {
         // Aborted or resigned while the lock was being granted: step down rather than lead.
         stop.throwIfInterrupted();

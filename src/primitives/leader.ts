@@ -90,7 +90,8 @@ export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader |
         yield current;
       }
       if (stale) continue;
-      // Its lease in Redis ran no longer than this from the reading's send instant.
+      // Its lease in Redis runs out no earlier than this (Redis read its PTTL after we sent the
+      // reading): look again then, and once more if it was renewed meanwhile.
       const expiresAt = current === null ? Infinity : sentAt + current.expiresInMs + 1;
       await new Promise<void>((resolve) => {
         if (stop.signal.aborted) return resolve();
