@@ -55,8 +55,9 @@ describe("countdown latch", () => {
     assert.equal((await runFixture("count-down", [server.port, "ids", 3, "worker-1"]).done).stdout, "left 2\n", "the same id counts once");
     assert.equal(await latch.countDown({ id: "worker-1" }), 2);
     assert.equal(await latch.countDown(), 1);
+    // Set anew by the count down (the fixtures' count downs, a second or more ago, set it too).
     const pttl = Number(await server.command("PTTL", "surelock:latch:{ids}:state"));
-    assert.ok(pttl > 900 && pttl <= 1_000, `PTTL ${pttl}`);
+    assert.ok(pttl > 500 && pttl <= 1_000, `PTTL ${pttl}`);
     // Its ttl runs out: gone, and a latch of that name starts over.
     await eventually(async () => (await server.command("EXISTS", "surelock:latch:{ids}:state")) === 0, 3_000, "the latch to expire");
     assert.equal(await latch.count(), 3);

@@ -38,11 +38,20 @@ const mentions = (seen: string[][], key: string): string[][] => seen.filter((arg
 describe("the README's feature table: redlock and redis-semaphore, checked", () => {
   let server: RedisServer;
   let redis: Redis;
+  /** redis-semaphore locks a test took: each refreshes on its own timer until released. */
+  const taken: { stopRefresh(): void }[] = [];
+  const keep = <T extends { stopRefresh(): void }>(lock: T): T => {
+    taken.push(lock);
+    return lock;
+  };
   before(async () => {
     server = await startStandalone();
     redis = new Redis(server.port);
   });
-  afterEach(() => server.command("FLUSHALL"));
+  afterEach(async () => {
+    for (const lock of taken.splice(0)) lock.stopRefresh();
+    await server.command("FLUSHALL");
+  });
   after(async () => {
     redis.disconnect();
     await server.stop();
@@ -54,10 +63,10 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     assert.deepEqual(Object.keys(redlock5Module).sort(), ["ExecutionError", "Lock", "ResourceLockedError", "default"]);
     assert.deepEqual(Object.keys(semaphoreModule).filter((k) => k !== "__esModule" && k !== "default").sort(), ["LostLockError", "MultiSemaphore", "Mutex", "RedlockMultiSemaphore", "RedlockMutex",
       "RedlockSemaphore", "Semaphore", "TimeoutError", "defaultTimeoutOptions"]);
-    const permits = [new Semaphore(redis, "pool", 2), new Semaphore(redis, "pool", 2)];
+    const permits = [keep(new Semaphore(redis, "pool", 2)), keep(new Semaphore(redis, "pool", 2))];
     for (const p of permits) await p.acquire();
     assert.equal(await new Semaphore(redis, "pool", 2, { acquireAttemptsLimit: 1 }).tryAcquire(), false);
-    assert.equal(await new MultiSemaphore(redis, "pool2", 3, 2).tryAcquire(), true);
+    assert.equal(await keep(new MultiSemaphore(redis, "pool2", 3, 2)).tryAcquire(), true);
     assert.equal(await new MultiSemaphore(redis, "pool2", 3, 2, { acquireAttemptsLimit: 1 }).tryAcquire(), false, "2 of 3 taken, 2 more refused");
   });
 
@@ -68,7 +77,7 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     const r5 = new Redlock5([redis], { retryCount: 0 });
     await r5.acquire(["re5"], 5_000);
     await assert.rejects(r5.acquire(["re5"], 5_000), { name: "ExecutionError" });
-    const mutex = new Mutex(redis, "re-rs", { acquireAttemptsLimit: 1 });
+    const mutex = keep(new Mutex(redis, "re-rs", { acquireAttemptsLimit: 1 }));
     await mutex.acquire();
     assert.equal(await mutex.tryAcquire(), false, "the same Mutex object");
     assert.equal(await new Mutex(redis, "re-rs", { acquireAttemptsLimit: 1 }).tryAcquire(), false);
@@ -103,9 +112,9 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
       await quietFor(1_300); // proves it did not expire: extended before each expiry
       assert.equal(await redis.exists("renewed5"), 1);
     });
-    const renewed = new Mutex(redis, "renewed-rs", { lockTimeout: 300 });
+    const renewed = new Mutex(redis, "renewed-rs", { lockTimeout: 1_000 });
     await renewed.acquire();
-    await quietFor(700);
+    await quietFor(2_500);
     assert.equal(await redis.exists("mutex:renewed-rs"), 1, "refreshed every 0.8 × lockTimeout");
     await renewed.release();
     await new Mutex(redis, "fixed-rs", { lockTimeout: 300, refreshInterval: 0 }).acquire();
@@ -121,7 +130,7 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     }).catch(() => {});
     let told: (error: Error) => void = () => {};
     const lost = new Promise<Error>((resolve) => { told = resolve; });
-    const mutex = new Mutex(redis, "lost-rs", { lockTimeout: 300, onLockLost: (error) => told(error) });
+    const mutex = keep(new Mutex(redis, "lost-rs", { lockTimeout: 300, onLockLost: (error) => told(error) }));
     await mutex.acquire();
     await redis.del("mutex:lost-rs");
     assert.ok((await within(2_000, lost, "onLockLost")) instanceof semaphoreModule.LostLockError);
