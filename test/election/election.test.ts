@@ -140,7 +140,8 @@ describe("leader election", () => {
     await child.done;
     await seen.next((l) => l === null, 1);
     const gone = performance.now() - killedAt;
-    assert.ok(gone < 600 + 400, `none ${gone.toFixed(0)} ms after the kill (ttl 600 ms)`);
+    // Seen when its lease ran out (a timer, so late on a busy machine), not at some later poll.
+    assert.ok(gone < 600 + 2_000, `none ${gone.toFixed(0)} ms after the kill (ttl 600 ms)`);
     await locks.close();
     await within(2_000, seen.done, "the observation to end on close()");
   });
