@@ -71,6 +71,35 @@ export interface ErrorMessage {
   readonly error: Error;
 }
 
+/** Published by the candidate's process when its leadership begins, changes value or ends. */
+export interface LeaderMessage {
+  /** The election's name. */
+  readonly name: string;
+  /**
+   * `elected`: campaign() resolved; `proclaimed`: proclaim() stored a new value; `resigned`:
+   * resign() gave it up (a lease released directly shows on surelock:release only); `lost`: its
+   * lease was lost (surelock:lost says why).
+   */
+  readonly event: "elected" | "proclaimed" | "resigned" | "lost";
+  readonly owner: string;
+  readonly fencingToken: bigint;
+}
+/** Published when a countdown latch is counted down here, and when a wait here starts waiting or sees it open. */
+export interface LatchMessage {
+  readonly key: string;
+  /**
+   * `countDown`: a countDown() call settled (`counted` false: it counted nothing, being a replay or
+   * the latch open already); `waiting`: a wait() found it closed and listens for its opening;
+   * `open`: a wait() ended because the count is 0.
+   */
+  readonly event: "countDown" | "waiting" | "open";
+  /** What is left of the count. */
+  readonly count: number;
+  readonly counted?: boolean;
+  /** On `open`: how long the wait took, ms. */
+  readonly waitedMs?: number;
+}
+
 /** All surelock channels, created at load time. */
 export const channels = {
   acquire: diagnostics.channel("surelock:acquire"),
@@ -79,6 +108,8 @@ export const channels = {
   lost: diagnostics.channel("surelock:lost"),
   wait: diagnostics.channel("surelock:wait"),
   error: diagnostics.channel("surelock:error"),
+  leader: diagnostics.channel("surelock:leader"),
+  latch: diagnostics.channel("surelock:latch"),
 } as const;
 
 interface Messages {
@@ -88,6 +119,8 @@ interface Messages {
   lost: LostMessage;
   wait: WaitMessage;
   error: ErrorMessage;
+  leader: LeaderMessage;
+  latch: LatchMessage;
 }
 
 /** Publishes `make()` on the channel, calling `make` only when somebody listens. */

@@ -44,8 +44,9 @@ export class LockTimeoutError extends SurelockError {
   /** The timeout that was asked for, in ms. */
   readonly timeoutMs: number;
 
-  constructor(key: string, waitedMs: number, timeoutMs: number) {
-    super(LockTimeoutError.CODE, `timed out waiting for lock "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`);
+  /** `what` names what was waited for: a lock (the default), an election, a latch. */
+  constructor(key: string, waitedMs: number, timeoutMs: number, what = "lock") {
+    super(LockTimeoutError.CODE, `timed out waiting for ${what} "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`);
     this.name = "LockTimeoutError";
     this.key = key;
     this.waitedMs = waitedMs;

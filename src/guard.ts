@@ -76,7 +76,7 @@ export class FencingGuard {
     }
     const outcome = await this.#endpoint.run(scripts.guardWrite.call(
       { guard: this.#key, data: key },
-      { token: token.toString(), writer: this.#writer, seq: ++this.#seq, keep: GUARD_RETENTION_MS, command },
+      { token: token.toString(), writer: this.#writer, seq: ++this.#seq, keep: GUARD_RETENTION_MS, window: this.#endpoint.timeoutMs * 2, command },
       { args },
     ));
     if (outcome.status === "written") return { written: true, reply: outcome.reply };

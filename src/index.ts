@@ -10,6 +10,11 @@ export type { SemaphoreOptions } from "./primitives/semaphore.js";
 export { ReadWriteLock, ReadWriteSide } from "./primitives/read-write-lock.js";
 export type { ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 export type { Lockable, AcquireOptions, TryAcquireOptions, WithLockOptions, LockedWork } from "./primitives/lock.js";
+export { Election } from "./primitives/election.js";
+export type { ElectionOptions, CampaignOptions, ObserveOptions } from "./primitives/election.js";
+export type { Leader } from "./primitives/leader.js";
+export { CountDownLatch } from "./primitives/latch.js";
+export type { LatchOptions, CountDownOptions, LatchWaitOptions } from "./primitives/latch.js";
 export { FencingGuard } from "./guard.js";
 export type { GuardedWrite } from "./guard.js";
 export {
@@ -20,3 +25,4 @@ export type { LockLostReason, NodeOutcome } from "./errors.js";
 export type { RedisAdapter, RedisSubscriber, RedisArg, ReplicaWait, AcknowledgedReply } from "./adapters/types.js";
 export { channels } from "./diagnostics.js";
 export type { AcquireMessage, ReleaseMessage, ExtendMessage, LostMessage, WaitMessage, ErrorMessage } from "./diagnostics.js";
+export type { LeaderMessage, LatchMessage } from "./diagnostics.js";

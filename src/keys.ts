@@ -29,6 +29,16 @@ export interface SharedKeys {
 /** Kinds of lock, each in its own name space. */
 export type SharedKind = "rw" | "sem";
 
+/** Kinds built on a mutex's hash in a name space of their own (a mutex itself has none). */
+export type ExclusiveKind = "election";
+
+/** A countdown latch: its state hash and the channel that announces it reached zero. */
+export interface LatchKeys {
+  readonly key: string;
+  readonly state: string;
+  readonly channel: string;
+}
+
 export class KeySpace {
   readonly prefix: string;
 
@@ -36,8 +46,8 @@ export class KeySpace {
     this.prefix = prefix;
   }
 
-  exclusive(key: string): ExclusiveKeys {
-    const base = `${this.prefix}:{${key}}`;
+  exclusive(key: string, kind?: ExclusiveKind): ExclusiveKeys {
+    const base = kind === undefined ? `${this.prefix}:{${key}}` : `${this.prefix}:${kind}:{${key}}`;
     return {
       key, lock: `${base}:lock`, queue: `${base}:queue`, tickets: `${base}:tickets`, released: `${base}:released`, channel: `${base}:wake`,
     };
@@ -54,6 +64,11 @@ export class KeySpace {
       tickets: `${base}:tickets`,
       channel: `${base}:wake`,
     };
+  }
+
+  latch(key: string): LatchKeys {
+    const base = `${this.prefix}:latch:{${key}}`;
+    return { key, state: `${base}:state`, channel: `${base}:wake` };
   }
 
   /** The fencing guard of a resource: highest token seen and the writers' last writes. */

@@ -11,11 +11,18 @@ import type { KeySpace } from "./keys.js";
 import { Hold } from "./lease/hold.js";
 import { Keepalive } from "./lease/keepalive.js";
 import type { LeaseRuntime } from "./lease/lease.js";
-import { Sections } from "./primitives/sections.js";
+import { Sections } from "./lease/sections.js";
 import type { Grant, Store } from "./store/types.js";
 import type { Obtained } from "./waiting/waiting-room.js";
 import { WaitingRoom } from "./waiting/waiting-room.js";
-import { Wakeups } from "./waiting/wakeups.js";
+import { Wakeups, type Subscription, type WakeupHandler } from "./waiting/wakeups.js";
+
+/** Someone other than a waiter who listens to a lock's channel (an election's observer, a latch's waiter). */
+export interface ChannelListener {
+  message(message: string): void;
+  /** Messages may have been missed (the subscriber reconnected). */
+  missed(): void;
+}
 
 export interface RuntimeOptions {
   readonly store: Store;
@@ -36,6 +43,8 @@ export class Runtime implements LeaseRuntime {
   readonly keys: KeySpace;
   readonly defaultTtlMs: number;
   readonly callBoundMs: number;
+  /** Longest pause between two checks of a waiter that has no wake-up yet, ms. */
+  readonly pollMs: number;
   readonly ids = new Ids();
   readonly keepalive: Keepalive;
   readonly waiting: WaitingRoom;
@@ -44,6 +53,7 @@ export class Runtime implements LeaseRuntime {
   readonly #closer = widelyWatched();
   /** This process's holds by hold id, so that a re-entry joins its section's hold. */
   readonly #holds = new Map<string, Hold>();
+  readonly #listeners = new Map<string, Set<ChannelListener>>();
   #closing: Promise<void> | undefined;
 
   constructor(o: RuntimeOptions) {
@@ -52,12 +62,39 @@ export class Runtime implements LeaseRuntime {
     this.keys = o.keys;
     this.defaultTtlMs = o.defaultTtlMs;
     this.callBoundMs = o.callBoundMs;
+    this.pollMs = o.pollMs;
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({
       store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(),
     });
-    this.#wakeups = new Wakeups(() => o.store.subscribers(), this.waiting, o.clock, o.closeMs);
+    // The waiting room hears every channel; other listeners hear the channels they asked for.
+    const handler: WakeupHandler = {
+      message: (channel, message) => {
+        this.waiting.message(channel, message);
+        for (const listener of this.#listeners.get(channel) ?? []) listener.message(message);
+      },
+      missed: (channel) => {
+        this.waiting.missed(channel);
+        for (const listener of this.#listeners.get(channel) ?? []) listener.missed();
+      },
+    };
+    this.#wakeups = new Wakeups(() => o.store.subscribers(), handler, o.clock, o.closeMs);
     this.waiting.listen(this.#wakeups);
+  }
+
+  /** Listens to `channel` on every node until `release()`; `ready` settles once subscribed (or failed). */
+  listen(channel: string, listener: ChannelListener): Subscription {
+    let set = this.#listeners.get(channel);
+    if (!set) this.#listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    const subscription = this.#wakeups.ref(channel);
+    return {
+      ready: subscription.ready,
+      release: () => {
+        subscription.release();
+        if (set.delete(listener) && set.size === 0 && this.#listeners.get(channel) === set) this.#listeners.delete(channel);
+      },
+    };
   }
 
   /** Aborts, with a ClosedError, when close() is called. */

@@ -8,6 +8,8 @@ import { systemClock, type Clock } from "./clock.js";
 import { InvalidArgumentError } from "./errors.js";
 import { FencingGuard } from "./guard.js";
 import { KeySpace } from "./keys.js";
+import { Election, type ElectionOptions } from "./primitives/election.js";
+import { CountDownLatch, type LatchOptions } from "./primitives/latch.js";
 import type { LockedWork, WithLockOptions } from "./primitives/lock.js";
 import { Mutex, type MutexOptions } from "./primitives/mutex.js";
 import { ReadWriteLock, type ReadWriteLockOptions } from "./primitives/read-write-lock.js";
@@ -142,6 +144,29 @@ export class Surelock {
     const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
     this.#rt.assertOpen();
     return Semaphore._create(this.#rt, key, ttl, permits);
+  }
+
+  /**
+   * Leader election among the processes that campaign for `name` (etcd's election API): the
+   * leader holds a lease; `leader()` and `observe()` tell everyone who it is.
+   */
+  election(name: string, options?: ElectionOptions): Election {
+    checkKey("name", name);
+    const o = checkOptions<ElectionOptions>("options", options, ["ttl"]);
+    const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
+    this.#rt.assertOpen();
+    return Election._create(this.#rt, name, ttl);
+  }
+
+  /** A countdown latch on `name` that opens after `count` count downs (stored with it: every caller must agree). */
+  latch(name: string, options: LatchOptions): CountDownLatch {
+    checkKey("name", name);
+    if (options === undefined) throw new InvalidArgumentError("options.count", undefined, "an integer from 1 to 1000000");
+    const o = checkOptions<LatchOptions>("options", options, ["count", "ttl"]);
+    const count = checkPositiveInt("options.count", o.count, 1_000_000);
+    const ttl = o.ttl === undefined ? 3_600_000 : checkTtl("options.ttl", o.ttl);
+    this.#rt.assertOpen();
+    return CountDownLatch._create(this.#rt, name, count, ttl);
   }
 
   /** Shorthand for `mutex(key).withLock(work, options)`. */

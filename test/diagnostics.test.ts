@@ -39,8 +39,39 @@ describe("diagnostics_channel events", () => {
     }
   });
 
+  it("leader and latch: an election's changes in the candidate's process, a latch's count downs and waits", async () => {
+    const seen: Record<string, Record<string, unknown>[]> = {};
+    const names = ["leader", "latch"] as const;
+    const listeners = names.map((name) => {
+      const listener = (m: unknown): void => { (seen[name] ??= []).push(m as Record<string, unknown>); };
+      diagnostics.subscribe(`surelock:${name}`, listener);
+      return () => diagnostics.unsubscribe(`surelock:${name}`, listener);
+    });
+    try {
+      const locks = h.locks();
+      const election = locks.election("chosen");
+      const lease = await election.campaign({ value: "secret-ish" });
+      await election.proclaim("another");
+      await election.resign();
+      assert.deepEqual(seen.leader, ["elected", "proclaimed", "resigned"].map((event) =>
+        ({ name: "chosen", event, owner: lease.owner, fencingToken: lease.fencingToken })), "no value in the payload");
+      const latch = locks.latch("gate", { count: 2 });
+      await latch.countDown({ id: "a" });
+      await latch.countDown({ id: "a" });
+      const waiting = latch.wait();
+      await latch.countDown();
+      await waiting;
+      const events = seen.latch?.map((m) => [m.event, m.count, m.counted]);
+      assert.deepEqual(events?.filter((e) => e[0] === "countDown"), [["countDown", 1, true], ["countDown", 1, false], ["countDown", 0, true]]);
+      assert.ok(events?.some((e) => e[0] === "open" && e[1] === 0));
+      assert.equal(typeof seen.latch?.find((m) => m.event === "open")?.waitedMs, "number");
+    } finally {
+      for (const unsubscribe of listeners) unsubscribe();
+    }
+  });
+
   it("exports every channel by name", () => {
     assert.deepEqual(Object.values(channels).map((c) => c.name).sort(),
-      ["surelock:acquire", "surelock:error", "surelock:extend", "surelock:lost", "surelock:release", "surelock:wait"]);
+      ["surelock:acquire", "surelock:error", "surelock:extend", "surelock:latch", "surelock:leader", "surelock:lost", "surelock:release", "surelock:wait"]);
   });
 });

@@ -4,8 +4,8 @@
  */
 import type { Redis } from "ioredis";
 import {
-  type AcquireOptions, FencingGuard, Lease, LockLostError, type LockLostReason, type Lockable, Mutex, ReadWriteLock, ReadWriteSide,
-  Semaphore, Surelock, SurelockError,
+  type AcquireOptions, CountDownLatch, Election, FencingGuard, type Leader, Lease, LockLostError, type LockLostReason, type Lockable, Mutex,
+  ReadWriteLock, ReadWriteSide, Semaphore, Surelock, SurelockError,
 } from "../src/index.js";
 import * as published from "surelock";
 
@@ -32,6 +32,24 @@ export async function shapes(): Promise<void> {
   // @ts-expect-error: permits are required for a semaphore
   locks.semaphore("s", {});
   void [wrong, bad];
+  const election: Election = locks.election("e", { ttl: 5_000 });
+  const leadership: Lease = await election.campaign({ value: "v", timeout: 10, signal: AbortSignal.timeout(5) });
+  const leader: Leader | null = await election.leader();
+  for await (const change of election.observe({ signal: AbortSignal.timeout(5) })) {
+    const value: string | null | undefined = change?.value;
+    void value;
+  }
+  const latch: CountDownLatch = locks.latch("l", { count: 3, ttl: 60_000 });
+  const left: number = await latch.countDown({ id: "worker-1" });
+  await latch.wait({ timeout: 10 });
+  void [leadership, leader, left];
+  // @ts-expect-error: a value is a string
+  await election.campaign({ value: 7 });
+  // @ts-expect-error: a latch needs its count
+  locks.latch("l", {});
+  // @ts-expect-error: a leader's token is a bigint
+  const tokenNumber: number | undefined = leader?.fencingToken;
+  void tokenNumber;
 }
 
 /** What the code forbids, the types forbid too: in the sources, and in the published declarations. */
@@ -48,6 +66,15 @@ export function forbidden(): void {
   new ReadWriteLock();
   // @ts-expect-error: made by ReadWriteLock.read() / write()
   new ReadWriteSide();
+  // @ts-expect-error: made by Surelock.election()
+  new Election();
+  // @ts-expect-error: made by Surelock.latch()
+  new CountDownLatch();
+  // @ts-expect-error: published: no constructors either
+  new published.Election();
+  // @ts-expect-error: published: cannot be subclassed
+  class MyLatch extends published.CountDownLatch {}
+  void MyLatch;
   // @ts-expect-error: not a Redis client, nor a RedisAdapter
   new Surelock({ redis: { hello: 1 } });
   // @ts-expect-error: published: no constructors either

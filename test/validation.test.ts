@@ -77,12 +77,37 @@ describe("bad input is refused with InvalidArgumentError before any I/O", () => 
     await lease.release();
   });
 
+  it("elections and latches: name, ttl, value, count, id, signal, timeout, unknown options", async () => {
+    assert.throws(() => locks.election(""), invalid("name"));
+    assert.throws(() => locks.election("e", { ttl: 5 }), invalid("options.ttl"));
+    assert.throws(() => locks.election("e", { tll: 5 } as never), invalid("options.tll"));
+    const election = locks.election("e");
+    await assert.rejects(election.campaign({ value: 7 as never }), invalid("options.value"));
+    await assert.rejects(election.campaign({ value: "x".repeat(65_537) }), invalid("options.value"));
+    await assert.rejects(election.campaign({ value: "\ud800" }), invalid("options.value"));
+    await assert.rejects(election.campaign({ timeout: -1 }), invalid("options.timeout"));
+    await assert.rejects(election.campaign({ signal: {} as AbortSignal }), invalid("options.signal"));
+    await assert.rejects(election.campaign({ owner: "me" } as never), invalid("options.owner"));
+    await assert.rejects(election.proclaim(null as never), invalid("value"));
+    assert.throws(() => election.observe({ signal: "no" } as never), invalid("options.signal"));
+    for (const count of [0, -1, 1.5, Number.NaN, "2", 1_000_001]) {
+      assert.throws(() => locks.latch("l", { count: count as number }), invalid("options.count"));
+    }
+    assert.throws(() => locks.latch("l", undefined as never), invalid("options.count"));
+    assert.throws(() => locks.latch("l", { count: 2, ttl: 0 }), invalid("options.ttl"));
+    const latch = locks.latch("l", { count: 2 });
+    await assert.rejects(latch.countDown({ id: "" }), invalid("options.id"));
+    await assert.rejects(latch.wait({ timeout: 1.5 }), invalid("options.timeout"));
+  });
+
   it("nothing reaches Redis for a refused call", async () => {
     const before = await commandCalls(server, "evalsha") + await commandCalls(server, "eval");
     for (const bad of [{ timeout: -1 }, { owner: 7 }, { nope: 1 }]) {
       await assert.rejects(locks.mutex("quiet").acquire(bad as never), InvalidArgumentError);
     }
     assert.throws(() => locks.mutex(""), InvalidArgumentError);
+    await assert.rejects(locks.election("quiet").campaign({ value: 1 } as never), InvalidArgumentError);
+    await assert.rejects(locks.latch("quiet", { count: 1 }).countDown({ id: 5 } as never), InvalidArgumentError);
     const after = await commandCalls(server, "evalsha") + await commandCalls(server, "eval");
     assert.equal(after, before);
     assert.deepEqual(await server.command("KEYS", "surelock:*quiet*"), []);

@@ -15,6 +15,7 @@ Usage:
   surelock list [PATTERN] [--json]
   surelock release K --force [--kind mutex|rw|semaphore]
   surelock doctor [--json] [--strict]
+  surelock leader K [--wait [--timeout 10s] | --follow] [--json]
 
 Commands:
   exec      run a command while holding the lock K; stop it if the lock is lost
@@ -22,6 +23,7 @@ Commands:
   list      list the locks held, optionally only keys matching a glob PATTERN
   release   delete a lock whose holder is dead or stuck, and wake its waiters
   doctor    check that a Redis deployment is fit for locks
+  leader    show who leads the election K; wait for a leader, or follow every change
 
 ${CONNECTION}
   --version          print the version
@@ -66,7 +68,8 @@ Example:
   inspect: `Usage: surelock inspect K [--json]
 
 Shows what Redis holds for the key K: the mutex holder (owner, entries, fencing token, time left),
-the waiters of a fair mutex, the read-write lock's writer and readers, and the semaphore's holders.
+the waiters of a fair mutex, the read-write lock's writer and readers, the semaphore's holders,
+the election's leader and candidates, and the countdown latch's count.
 
 Options:
   --json             machine-readable output (one entry per node)
@@ -75,7 +78,8 @@ ${CONNECTION}`,
 
   list: `Usage: surelock list [PATTERN] [--json]
 
-Lists the locks held under the prefix, with their kind, owner, fencing token and time left.
+Lists the locks held under the prefix, with their kind, owner, fencing token and time left, and
+the elections' leaders and the countdown latches.
 PATTERN is a Redis glob on the lock's key (* ? [abc] \\x), default *. Uses SCAN, never KEYS.
 
 Options:
@@ -105,6 +109,20 @@ and exits with 1 if any check fails.
 Options:
   --json             machine-readable output
   --strict           warnings fail too (exit 1)
+
+${CONNECTION}`,
+
+  leader: `Usage: surelock leader K [--wait [--timeout D] | --follow] [--json]
+
+Shows who leads the election K (locks.election(K) in a program): its owner, the value it
+proclaimed, its fencing token and the time left on its lease. Exits with 0, leader or not.
+
+Options:
+  --wait             if nobody leads, wait until someone does, print it and exit 0
+  --timeout D        with --wait: give up after D and exit 75 (default: wait until interrupted)
+  --follow           print the leader now and at every change (another leader, another value,
+                     none) until interrupted (SIGINT, SIGTERM: exit 0)
+  --json             machine-readable output (with --follow, one object per line)
 
 ${CONNECTION}`,
 } as const;

@@ -2,7 +2,10 @@
 import { KeySpace } from "../keys.js";
 import { perNode, type RedisAddress } from "./connection.js";
 import { formatDuration } from "./duration.js";
-import { isLocked, readLockState, type Holder, type LockState, type QueuedWaiter, type SharedHolder, type SharedState } from "./lock-state.js";
+import {
+  isLocked, readLockState, type ElectionHolder, type ElectionState, type Holder, type LatchState, type LockState, type QueuedWaiter,
+  type SharedHolder, type SharedState,
+} from "./lock-state.js";
 import { exitCodeOf, withReachable } from "./one-shot.js";
 import { plural, print, printJson, quote } from "./output.js";
 
@@ -50,7 +53,7 @@ function describe(report: InspectReport): string[] {
       lines.push(`${where}: unknown (${node.error})`);
       continue;
     }
-    if (!isLocked(node)) {
+    if (!isLocked(node) && !node.latch) {
       lines.push(`${where}: not locked, nobody waiting`);
       continue;
     }
@@ -72,8 +75,32 @@ function describe(report: InspectReport): string[] {
       lines.push(...shared(node.semaphore.holders));
       lines.push(...queue(node.semaphore.queue));
     }
+    if (node.election) lines.push(...election(node.election));
+    if (node.latch) lines.push(`  countdown latch: ${latch(node.latch)}`);
   }
   return lines;
+}
+
+function election(e: ElectionState): string[] {
+  const lines = [`  election: ${e.holder ? leader(e.holder) : "no leader"}`];
+  if (e.candidates.length === 0) return lines;
+  return [
+    ...lines,
+    `    candidates: ${e.candidates.length} waiting, served head first`,
+    ...e.candidates.map((c, i) => `      ${i + 1}. ${c.owner} (ticket ${c.ticket}; dropped in ${formatDuration(c.expiresInMs)} unless its candidate refreshes it)`),
+  ];
+}
+
+/** A leader in words (shared with `surelock leader`). */
+export function leader(l: ElectionHolder): string {
+  const value = l.value === null ? "no value" : `value ${quote(l.value)}`;
+  if (!l.proclaimed) return `held by ${l.owner}, fencing token ${l.fencingToken}, ${expiry(l.pttlMs)} (not the leader yet: its value is not stored)`;
+  return `led by ${l.owner}, ${value}, fencing token ${l.fencingToken}, ${expiry(l.pttlMs)}`;
+}
+
+function latch(l: LatchState): string {
+  const state = l.left === 0 ? `open (its ${l.count} count downs were made)` : `${l.left} of ${l.count} count downs left`;
+  return `${state}, ${expiry(l.pttlMs)} (Redis forgets it then)`;
 }
 
 function held(h: Holder): string {

@@ -19,8 +19,8 @@ export interface ListOptions {
   readonly json: boolean;
 }
 
-/** What `list` reports about one lock. */
-export type LockKind = "mutex" | "rw-write" | "rw-read" | "semaphore";
+/** What `list` reports about one lock (an election's leader, a countdown latch). */
+export type LockKind = "mutex" | "rw-write" | "rw-read" | "semaphore" | "election" | "latch";
 
 /** One row of `list --json`. */
 export interface ListRow {
@@ -38,6 +38,9 @@ export interface ListRow {
   readonly pttlMs: number;
   /** The Redis key itself. */
   readonly redisKey: string;
+  /** Latches only: count downs left, of `count`. */
+  readonly left?: number;
+  readonly count?: number;
 }
 
 const SCAN_COUNT = 1_000;
@@ -66,7 +69,7 @@ export function list(o: ListOptions): Promise<number> {
       print(...table(header, rows.map((r) => [
         r.key,
         r.kind,
-        r.owner ?? plural(r.holders, r.kind === "rw-read" ? "reader" : "holder"),
+        r.kind === "latch" ? `${r.left ?? "?"} of ${r.count ?? "?"} left` : r.owner ?? plural(r.holders, r.kind === "rw-read" ? "reader" : "holder"),
         r.fencingToken ?? "-",
         r.pttlMs >= 0 ? formatDuration(r.pttlMs) : "no expiry",
         ...(showNode ? [r.node] : []),
@@ -119,25 +122,45 @@ function rowsOf(node: string, keys: KeySpace, key: string, state: LockState): Li
   if (permits.length > 0) {
     rows.push({ node, key, kind: "semaphore", owner: null, holders: permits.length, fencingToken: null, pttlMs: Math.max(...permits.map((h) => h.expiresInMs)), redisKey: keys.shared(key, "sem").holders });
   }
+  const leader = state.election?.holder;
+  if (leader) {
+    rows.push({ node, key, kind: "election", owner: leader.owner, holders: 1, fencingToken: leader.fencingToken, pttlMs: leader.pttlMs, redisKey: keys.exclusive(key, "election").lock });
+  }
+  const latch = state.latch;
+  if (latch) {
+    rows.push({ node, key, kind: "latch", owner: null, holders: 0, fencingToken: null, pttlMs: latch.pttlMs, redisKey: keys.latch(key).state, left: latch.left, count: latch.count });
+  }
   return rows;
 }
 
+/** Where a key space keeps what `list` reports: the part of each kind's name that marks it. */
+const SPACES = {
+  mutex: { head: "{", part: "lock" },
+  rw: { head: "rw:{", part: "holders" },
+  sem: { head: "sem:{", part: "holders" },
+  election: { head: "election:{", part: "lock" },
+  latch: { head: "latch:{", part: "state" },
+} as const;
+type Space = keyof typeof SPACES;
+
 /**
  * The user key of a Redis key name, if it is where this key space keeps holds: `<p>:{k}:lock`
- * (mutex), `<p>:rw:{k}:holders` or `<p>:sem:{k}:holders`.
+ * (mutex), `<p>:rw:{k}:holders`, `<p>:sem:{k}:holders`, `<p>:election:{k}:lock`, or a latch's
+ * `<p>:latch:{k}:state`.
  */
-export function parseName(keys: KeySpace, name: string): { readonly key: string; readonly space: "mutex" | "rw" | "sem" } | undefined {
+export function parseName(keys: KeySpace, name: string): { readonly key: string; readonly space: Space } | undefined {
   const head = `${keys.prefix}:`;
   if (!name.startsWith(head)) return undefined;
   const rest = name.slice(head.length);
-  const space = rest.startsWith("{") ? "mutex" : rest.startsWith("rw:{") ? "rw" : rest.startsWith("sem:{") ? "sem" : undefined;
+  const space = (Object.keys(SPACES) as Space[]).find((s) => rest.startsWith(SPACES[s].head));
   if (!space) return undefined;
-  const part = space === "mutex" ? "lock" : "holders";
+  const part = SPACES[space].part;
   if (!name.endsWith(`}:${part}`)) return undefined;
   const key = rest.slice(rest.indexOf("{") + 1, rest.length - `}:${part}`.length);
   if (key === "") return undefined;
   // The name must be exactly what the library builds for this key and kind.
-  const built = space === "mutex" ? keys.exclusive(key).lock : keys.shared(key, space).holders;
+  const built = space === "mutex" ? keys.exclusive(key).lock : space === "election" ? keys.exclusive(key, "election").lock
+    : space === "latch" ? keys.latch(key).state : keys.shared(key, space).holders;
   return built === name ? { key, space } : undefined;
 }
 

@@ -41,6 +41,8 @@ export class Hold {
   renewFailed = false;
   /** A release is on the wire: its validity running out meanwhile means Redis could not be reached. */
   releaseInFlight = false;
+  /** extend() calls whose reply has not come: their loss, too, is "unreachable". */
+  extendsInFlight = 0;
   /** Leases of this process on this hold. */
   readonly leases = new Set<HoldWatcher>();
   readonly #clock: Clock;
@@ -92,6 +94,10 @@ export class Hold {
   request(ttlMs: number): Confirmation {
     const c = { seq: ++this.#sent, sentAt: this.#clock.now(), ttlMs };
     this.validUntilAt = Math.min(this.validUntilAt, bound(c.sentAt, ttlMs));
+    // The next renewal is due a third of a ttl after this request, not after the last confirmed
+    // one: a renewal sent right behind an extend would be the newest request when the extend's
+    // reply came, which could then only shorten the validity (and so on, extend after extend).
+    this.renewDueAt = Math.max(this.renewDueAt, c.sentAt + ttlMs / 3);
     return c;
   }
 
@@ -126,7 +132,8 @@ export class Hold {
   /** Loses the hold if its validity ran out by `at`. */
   checkValidity(at = this.#clock.now()): void {
     if (this.lost || at < this.validUntilAt) return;
-    const reason = this.renewInFlight || this.renewFailed || this.releaseInFlight ? "unreachable" : "expired";
+    const waiting = this.renewInFlight || this.renewFailed || this.releaseInFlight || this.extendsInFlight > 0;
+    const reason = waiting ? "unreachable" : "expired";
     this.lose(reason, "its validity ran out before a renewal was confirmed", at - this.validUntilAt);
   }
 }

@@ -107,8 +107,9 @@ export class Lease implements AsyncDisposable {
     hold.ttlMs = ttlMs;
     const sent = hold.request(ttlMs);
     this.#rt.keepalive.confirmed(hold);
+    hold.extendsInFlight++;
     const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs }]), hold.lostSignal,
-      (late) => this.#prolongedForNobody(late[0] as HoldState));
+      (late) => this.#prolongedForNobody(late[0] as HoldState)).finally(() => { hold.extendsInFlight--; });
     if (hold.lost) {
       this.#prolongedForNobody(state as HoldState);
       throw hold.lost;

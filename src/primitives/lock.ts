@@ -10,7 +10,7 @@ import type { Runtime } from "../runtime.js";
 import type { AcquireCall, HoldMode, LockTarget } from "../store/types.js";
 import { checkFunction, checkOptions, checkOwner, checkSignal, checkTimeout, checkTtl } from "../validate.js";
 import { refusal, ticketLeaseMs, type Obtained } from "../waiting/waiting-room.js";
-import type { Section } from "./sections.js";
+import type { Section } from "../lease/sections.js";
 
 /** Options of `acquire`. */
 export interface AcquireOptions {
@@ -201,6 +201,14 @@ export abstract class Lock implements Lockable {
     }
     const leaseHold = rt.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined);
     const lease = Lease._create(leaseHold, got.entry, rt);
+    if (w.leaseTimeMs !== undefined && !got.entered && got.pttlMs < ttlMs) {
+      // A release granted it with what was left of our ticket's lease (3 s at most), and nobody
+      // renews a fixed lease: give it its whole length once, counted from now.
+      await lease.extend(ttlMs).catch(async (error: unknown) => {
+        await lease.release().catch(() => {});
+        throw error;
+      });
+    }
     publish("acquire", () => ({
       key: this.key, fencingToken: lease.fencingToken, reentered: got.entered, waitedMs: rt.clock.now() - startedAt, attempts: got.attempts,
     }));

@@ -7,7 +7,7 @@
  */
 import type { Runtime } from "../runtime.js";
 import { Lock, type Reentry } from "./lock.js";
-import type { Section } from "./sections.js";
+import type { Section } from "../lease/sections.js";
 
 /** Options of `Surelock.readWriteLock()`. */
 export interface ReadWriteLockOptions {

@@ -11,8 +11,9 @@
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { Clock } from "../clock.js";
 import { QuorumError } from "../errors.js";
+import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, ReleaseResult, Store,
+  AcquireCall, AcquireResult, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
 } from "../store/types.js";
 import { NodeSubscriber } from "./node-subscriber.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, type Vote } from "./votes.js";
@@ -149,6 +150,10 @@ export class QuorumStore implements Store {
 
   async raise(target: LockTarget, chosen: bigint): Promise<void> {
     await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen)));
+  }
+
+  async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {
+    return (await Promise.all(this.#nodes.map((node) => node.store.broadcast(make)))).flat();
   }
 
   subscribers(): Promise<RedisSubscriber>[] {

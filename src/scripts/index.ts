@@ -189,6 +189,49 @@ function parseGuard(reply: unknown): GuardReply {
   return unexpected("guard-write", reply);
 }
 
+/** Who holds an election's lock on one node, and what it proclaimed. */
+export interface LeaderReply {
+  readonly owner: string;
+  readonly hold: string;
+  /** The token the leader proclaimed (its lease's), or this node's own token for the hold until then. */
+  readonly token: bigint;
+  readonly pttlMs: number;
+  readonly proclaimed: boolean;
+  /** The proclaimed value; null when none was proclaimed (or not yet). */
+  readonly value: string | null;
+}
+
+function parseLeader(reply: unknown): LeaderReply | null {
+  if (!Array.isArray(reply)) unexpected("read-leader", reply);
+  if (reply.length === 0) return null;
+  const [owner, hold, token, pttl, proclaimed, value] = reply as unknown[];
+  const how = int("read-leader", reply, proclaimed);
+  return {
+    owner: text("read-leader", reply, owner),
+    hold: text("read-leader", reply, hold),
+    token: BigInt(text("read-leader", reply, token)),
+    pttlMs: int("read-leader", reply, pttl),
+    proclaimed: how !== 0,
+    value: how === 1 ? text("read-leader", reply, value) : null,
+  };
+}
+
+/** A latch's count on one node. */
+export type LatchReply =
+  | { readonly status: "counted" | "unchanged"; readonly left: number }
+  | { readonly status: "conflict"; readonly count: number };
+
+function parseLatch(script: string): (reply: unknown) => LatchReply {
+  return (reply) => {
+    const [code, n] = coded(script, reply);
+    const value = int(script, reply, n);
+    if (code === 1) return { status: script === "count-down" ? "counted" : "unchanged", left: value };
+    if (code === 2) return { status: "unchanged", left: value };
+    if (code === -2) return { status: "conflict", count: value };
+    return unexpected(script, reply);
+  };
+}
+
 /** A JSON document (the CLI's scripts answer with one). */
 function parseJson(script: string): (reply: unknown) => unknown {
   return (reply) => {
@@ -224,5 +267,10 @@ export const scripts = {
   raiseFence: bind(LUA.raiseFence, true, parseInt("raise-fence")),
   guardWrite: bind(LUA.guardWrite, true, parseGuard),
   inspect: bind(LUA.inspect, false, parseJson("inspect")),
+  inspectCoordination: bind(LUA.inspectCoordination, false, parseJson("inspect-coordination")),
+  proclaim: bind(LUA.proclaim, false, (reply) => holdState("proclaim", reply)),
+  readLeader: bind(LUA.readLeader, false, parseLeader),
+  countDown: bind(LUA.countDown, true, parseLatch("count-down")),
+  readLatch: bind(LUA.readLatch, false, parseLatch("read-latch")),
   forceRelease: bind(LUA.forceRelease, false, parseJson("force-release")),
 } as const;

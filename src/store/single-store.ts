@@ -7,8 +7,9 @@ import type { RedisSubscriber } from "../adapters/types.js";
 import { slotOf } from "../keys.js";
 import { publish } from "../diagnostics.js";
 import { holdState, scripts, ticketState, type AcquireReply, type HoldState, type ReleaseReply } from "../scripts/index.js";
+import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, ReleaseResult, Store,
+  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
 } from "./types.js";
 
 export interface SingleStoreOptions {
@@ -98,6 +99,7 @@ export class SingleStore implements Store {
         { hold: ref.hold, entry, window: this.#o.replayWindowMs, keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
       ));
     }
+    if (reply.status === "freed" && reply.grants.length === 0) this.#announceVacancy(ref.target);
     return reply.status === "held" ? { status: "held" } : reply;
   }
 
@@ -127,6 +129,14 @@ export class SingleStore implements Store {
     await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs }));
   }
 
+  async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {
+    try {
+      return [{ node: this.name, ok: true, value: await this.endpoint.run(make(this.endpoint.publish)) }];
+    } catch (error) {
+      return [{ node: this.name, ok: false, error: error instanceof Error ? error : new Error(String(error)) }];
+    }
+  }
+
   subscribers(): Promise<RedisSubscriber>[] {
     return [this.endpoint.adapter.createSubscriber()];
   }
@@ -135,7 +145,9 @@ export class SingleStore implements Store {
     const common = { keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish };
     if (target.family === "exclusive") {
       const k = target.keys;
-      await this.endpoint.run(scripts.leaveQueue.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel }, { ticket, ...common }));
+      const left = await this.endpoint.run(scripts.leaveQueue.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel }, { ticket, ...common }));
+      // A hold founded for the ticket was given back: the lock may be free now.
+      if (left === 2) this.#announceVacancy(target);
     } else {
       const k = target.keys;
       await this.endpoint.run(scripts.leaveQueueShared.call(
@@ -143,6 +155,19 @@ export class SingleStore implements Store {
         { ticket, window: this.#o.replayWindowMs, ...common },
       ));
     }
+  }
+
+  /**
+   * Says on the lock's channel that it was freed with nobody to grant it to, when its watchers want
+   * to know (an election's observers). Sent after the release on the same connection, so it arrives
+   * after the release took effect; not waited for: a lost one only delays the watchers.
+   */
+  #announceVacancy(target: LockTarget): void {
+    if (target.family !== "exclusive" || !target.announce) return;
+    const channel = target.keys.channel;
+    this.endpoint.command([this.endpoint.publish, channel, "e"], channel).catch((error: unknown) => {
+      publish("error", () => ({ key: target.keys.key, operation: "announce", error: error as Error }));
+    });
   }
 
   #abandonQuietly(call: AcquireCall): void {

@@ -5,13 +5,17 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { ExclusiveKeys, SharedKeys } from "../keys.js";
-import type { Grant, HoldState, TicketState } from "../scripts/index.js";
+import type { Grant, HoldState, ScriptCall, TicketState } from "../scripts/index.js";
 
 export type { Grant, HoldState, TicketState } from "../scripts/index.js";
 
-/** Which lock: a mutex's hash, or a shared lock's zset (with a semaphore's limit). */
+/**
+ * Which lock: a mutex's hash, or a shared lock's zset (with a semaphore's limit). `announce`: a
+ * release that frees the lock with nobody to grant it to says so on its channel ("e"), for those
+ * who watch who holds it (an election's observers).
+ */
 export type LockTarget =
-  | { readonly family: "exclusive"; readonly keys: ExclusiveKeys }
+  | { readonly family: "exclusive"; readonly keys: ExclusiveKeys; readonly announce?: boolean }
   | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number };
 
 /** 'x' mutex, 's' semaphore permits, 'r' read, 'w' write. */
@@ -69,6 +73,11 @@ export type KeepaliveItem =
 
 export type KeepaliveResult = HoldState | TicketState;
 
+/** One node's answer to a broadcast script: its reply, or why there is none. */
+export type NodeAnswer<R> =
+  | { readonly node: string; readonly ok: true; readonly value: R }
+  | { readonly node: string; readonly ok: false; readonly error: Error };
+
 export interface Store {
   readonly name: string;
   /** Whether a release hands the lock to the queue's head itself (single-node mode). */
@@ -82,6 +91,12 @@ export interface Store {
   check(ref: HoldRef): Promise<HoldState>;
   /** Quorum mode: raises a node's counter to the token a majority chose. */
   raise(target: LockTarget, chosen: bigint): Promise<void>;
+  /**
+   * Runs a script outside the lock protocol (an election's value, a latch) on every node at once:
+   * each node's answer, in node order (one in single-node mode). The caller decides what a
+   * majority means for it. `make` gets the node's publish command (SPUBLISH in a Cluster).
+   */
+  broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]>;
   /** The connections that receive wake-ups (one per node). */
   subscribers(): Promise<RedisSubscriber>[];
 }

@@ -197,13 +197,15 @@ export class WaitingRoom implements WakeupHandler {
     for (const grant of grants) this.#waiters.get(grant.ticket)?.push({ kind: "granted", token: grant.token, pttlMs: grant.pttlMs });
   }
 
-  /** A message on a lock's channel: "g <ticket> <token> <pttl>", "t <ticket>", or "*". */
+  /** A message on a lock's channel: "g <ticket> <token> <pttl>", "t <ticket>", "*", or "e" (for watchers). */
   message(channel: string, message: string): void {
     const [kind, ticket, token, pttl] = message.split(" ");
     if (kind === "g" && ticket !== undefined && token !== undefined && pttl !== undefined) {
       this.#waiters.get(ticket)?.push({ kind: "granted", token: BigInt(token), pttlMs: Number(pttl) });
     } else if (kind === "t" && ticket !== undefined) {
       this.#waiters.get(ticket)?.push({ kind: "turn" });
+    } else if (kind === "e") {
+      // For those who watch who holds the lock (a new leader, a vacancy): nobody's turn.
     } else {
       this.missed(channel);
     }

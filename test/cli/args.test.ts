@@ -38,6 +38,8 @@ const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.Process
   ["one server given twice", ["list", ...NOWHERE, "--redis", "redis://127.0.0.1:1/0"], /127\.0\.0\.1:1 is given twice/],
   ["a prefix with braces", ["list", ...NOWHERE, "--prefix", "a{b}"], /invalid --prefix "a\{b\}"/],
   ["a bad REDIS_URL", ["list"], /invalid REDIS_URL "nope"/, { REDIS_URL: "nope" }],
+  ["leader with --wait and --follow", ["leader", ...NOWHERE, "k", "--wait", "--follow"], /--wait and --follow do not go together/],
+  ["leader --timeout without --wait", ["leader", ...NOWHERE, "k", "--timeout", "1s"], /--timeout needs --wait/],
 ];
 
 void describe("command-line errors", { concurrency: 2 }, () => {
@@ -64,7 +66,7 @@ void describe("help and version", { concurrency: 2 }, () => {
   void it("--help prints the usage of every command and exits with 0", async () => {
     const r = await cli(["--help"]);
     assert.equal(r.code, 0);
-    for (const command of ["exec", "inspect", "list", "release", "doctor"]) assert.match(r.stdout, new RegExp(`surelock ${command}`));
+    for (const command of ["exec", "inspect", "list", "release", "doctor", "leader"]) assert.match(r.stdout, new RegExp(`surelock ${command}`));
   });
 
   void it("COMMAND --help (or -h) prints that command's options and exits with 0", async () => {

@@ -96,6 +96,9 @@ void describe("parseName", () => {
       ["doc", "rw", keys.shared("doc", "rw").holders],
       ["pdf", "sem", keys.shared("pdf", "sem").holders],
       ["odd}:lock{", "mutex", keys.exclusive("odd}:lock{").lock],
+      ["jobs", "election", keys.exclusive("jobs", "election").lock],
+      ["batch:7", "latch", keys.latch("batch:7").state],
+      ["election:{x}", "mutex", keys.exclusive("election:{x}").lock],
     ] as const) {
       assert.deepEqual(parseName(keys, name), { key, space });
     }

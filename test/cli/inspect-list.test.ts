@@ -116,7 +116,7 @@ void describe("surelock inspect and list", () => {
     assert.match(text.stdout, /"nobody-holds-this" on .*: not locked, nobody waiting/);
     const report = JSON.parse((await cli(["inspect", ...redis, "nobody-holds-this", "--json"])).stdout) as InspectReport;
     assert.equal(report.locked, false);
-    assert.deepEqual(report.nodes[0], { node: `127.0.0.1:${server.port}`, mutex: null, rw: null, semaphore: null });
+    assert.deepEqual(report.nodes[0], { node: `127.0.0.1:${server.port}`, mutex: null, rw: null, semaphore: null, election: null, latch: null });
   });
 
   void it("list --json reports every lock under the prefix with kind, owner, holders, token and PTTL", async () => {

@@ -2,7 +2,8 @@
  * Cluster: 3 primaries with a replica each, real processes. 1,000 lock keys contended by 3
  * processes while slots move (CLUSTER SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE);
  * the watchdog's one renewal call per slot; wake-ups by sharded pub/sub that follow a migrated
- * slot; node-redis' cluster client; and the `replicas` option on the node that owns the slot.
+ * slot, and an election's and a latch's announcements; node-redis' cluster client; and the
+ * `replicas` option on the node that owns the slot.
  */
 import { describe, it, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
@@ -282,6 +283,32 @@ void describe("Cluster (3 primaries, 1 replica each)", () => {
       await Promise.all([holder.close(), waiters.close()]);
       cluster.disconnect();
       waitersClient.disconnect();
+    }
+  });
+
+  void it("elections and latches: announcements by sharded pub/sub reach observers and waiters on the slot's primary", async () => {
+    const clients = [clusterClient(set), clusterClient(set)];
+    const [leader, watcher] = clients.map((redis) => new Surelock({ redis, ttl: 10_000, pollInterval: 30_000 })) as [Surelock, Surelock];
+    const stop = new AbortController();
+    try {
+      const changes = watcher.election("cluster-jobs").observe({ signal: stop.signal });
+      assert.equal((await within(5_000, changes.next(), "the first reading")).value, null);
+      const election = leader.election("cluster-jobs");
+      const lease = await election.campaign({ value: "node-a" });
+      assert.equal((await within(3_000, changes.next(), "the new leader")).value?.value, "node-a");
+      await lease.release(); // no candidate waits: the store announces the vacancy (SPUBLISH)
+      assert.equal((await within(3_000, changes.next(), "the vacancy")).value, null);
+      // A poll of 30 s: only the opening's announcement can end this wait in time.
+      const listening = nextEvent("surelock:latch", (m: { key: string; event: string }) => m.key === "cluster-batch" && m.event === "waiting", 5_000);
+      const waiting = watcher.latch("cluster-batch", { count: 2 }).wait();
+      await listening;
+      await leader.latch("cluster-batch", { count: 2 }).countDown();
+      await leader.latch("cluster-batch", { count: 2 }).countDown();
+      await within(3_000, waiting, "the latch's opening");
+    } finally {
+      stop.abort();
+      await Promise.all([leader.close(), watcher.close()]);
+      for (const c of clients) c.disconnect();
     }
   });
 

@@ -17,17 +17,10 @@ import type { Block } from "./extract.js";
 import { blocksOf, docPages, layOut, ROOT, runBlock, titleOf, typeCheck, type Problem } from "./snippets.js";
 
 /**
- * Blocks on pages the lead is rewriting (README's "Using it", docs/quorum.md), which this branch
- * must not edit, and which fail today. Each entry must keep failing the way it says; once fixed,
+ * Blocks known to fail (none today): each entry must keep failing the way it says; once fixed,
  * this test says so and the entry goes. Found by the block's first line.
  */
 const KNOWN_BROKEN: readonly { doc: string; firstLine: string; fails: RegExp; why: string }[] = [
-  {
-    doc: "README.md",
-    firstLine: 'const mutex = locks.mutex("orders:42", { ttl: 10_000 });          // reentrant; fair: true for FIFO',
-    fails: /Cannot find name 'locks'/,
-    why: "a fragment (uses locks, signal, lease from elsewhere) not marked ```ts fragment",
-  },
 ];
 
 const DIR = join(ROOT, ".tmp", "snippets", "docs");

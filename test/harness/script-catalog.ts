@@ -19,10 +19,10 @@ export interface CommandInfo {
 
 /** Fault classes: every name a protocol uses for an operation of that kind, old and new. */
 export const FAULT_CLASSES = {
-  "acquire-like": ["acquire", "acquire-shared", "acquire-fair"],
+  "acquire-like": ["acquire", "acquire-shared", "acquire-fair", "proclaim", "count-down"],
   "release-like": ["release", "release-shared", "leave-queue", "leave-queue-shared", "force-release"],
   "renew-like": ["renew-batch", "extend", "keepalive"],
-  "check-like": ["is-held", "check", "inspect"],
+  "check-like": ["is-held", "check", "inspect", "inspect-coordination", "read-leader", "read-latch"],
   "fence-like": ["raise-fence", "guard-write"],
 } as const satisfies Record<string, readonly string[]>;
 

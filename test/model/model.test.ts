@@ -36,7 +36,7 @@ const spinInstalled = (): boolean => {
   return spin.error === undefined && spin.status === 0;
 };
 
-describe("protocol model (spin)", () => {
+describe("protocol model (spin)", { timeout: 900_000 }, () => {
   it("spin is installed: the model checks need it", () => {
     assert.ok(spinInstalled(),
       "spin is not installed. Install it with: apt-get install -y spin (Debian/Ubuntu; needs gcc too). " +

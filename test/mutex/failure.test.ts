@@ -17,13 +17,15 @@ describe("mutex under failure", () => {
     const holder = runFixture("holder", [server.port, "killed", 800]);
     await new Promise<void>((resolve) => holder.lines((l) => { if (l.startsWith("held")) resolve(); }));
     const locks = h.locks();
+    // The key expires no earlier than `pttl` after this instant (the server read PTTL later still).
+    const askedAt = performance.now();
     const pttl = Number(await server.command("PTTL", "surelock:{killed}:lock"));
-    const killedAt = performance.now();
     holder.child.kill("SIGKILL");
     await holder.done;
     const lease = await within(5_000, locks.mutex("killed").acquire());
-    const waited = performance.now() - killedAt;
-    assert.ok(waited >= pttl - 5, `acquired ${waited.toFixed(0)} ms after the kill, the TTL had ${pttl} ms left`);
+    const waited = performance.now() - askedAt;
+    // PTTL rounds to the millisecond: 1 ms of slack, whatever the machine's load.
+    assert.ok(waited >= pttl - 1, `acquired ${waited.toFixed(1)} ms after PTTL was asked, which then said ${pttl} ms`);
     await lease.release();
   });
 

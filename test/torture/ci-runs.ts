@@ -21,7 +21,7 @@ export interface Regression extends Run {
   readonly found: readonly string[];
 }
 
-const CI_MINUTES = 0.25;
+const CI_MINUTES = 0.2;
 const full = process.env.TORTURE_FULL === "1";
 
 /** Minutes this run gets here: its own under TORTURE_FULL=1, at most CI_MINUTES otherwise. */

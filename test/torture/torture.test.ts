@@ -14,7 +14,7 @@ const FIXED: readonly Run[] = [
   { seed: 104, deployment: "quorum", minutes: 0.4 },
 ];
 
-describe("torture: fixed seeds on every deployment", () => {
+describe("torture: fixed seeds on every deployment", { timeout: 900_000 }, () => {
   for (const run of FIXED) {
     void it(`seed ${run.seed} on ${run.deployment} for ${minutesFor(run)} min: no protocol violation`, () => tortured(run));
   }

@@ -7,7 +7,7 @@
  * one Surelock instance: two instances never re-enter each other's locks.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Lease } from "../lease/lease.js";
+import type { Lease } from "./lease.js";
 
 /** One `withLock` section: its lease, its side of a read-write lock, and whether it is still running. */
 export interface Section {

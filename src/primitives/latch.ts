@@ -1,0 +1,184 @@
+/**
+ * A countdown latch (Java's CountDownLatch, Redisson's RCountDownLatch): it opens once `count`
+ * count downs were made, from any processes, and `wait()` resolves then. One hash per latch with
+ * a TTL that every count down renews; each count down carries an id, so a replayed one counts once.
+ */
+import { Interruption, race } from "../deadline.js";
+import { publish } from "../diagnostics.js";
+import { ConflictError, LockTimeoutError } from "../errors.js";
+import type { LatchKeys } from "../keys.js";
+import type { Runtime } from "../runtime.js";
+import { scripts, type LatchReply } from "../scripts/index.js";
+import type { NodeAnswer } from "../store/types.js";
+import { checkOptions, checkOwner, checkSignal, checkTimeout } from "../validate.js";
+import { answered, majorityLow } from "./node-answers.js";
+
+/** Options of `Surelock.latch()`. */
+export interface LatchOptions {
+  /** How many count downs open it (required), 1 … 1 000 000; stored with it: every caller must agree. */
+  readonly count: number;
+  /**
+   * How long Redis keeps the latch after its last count down, ms (default 3 600 000, 1 h). Once it
+   * has expired, a latch is new again: choose a ttl longer than the longest gap between count
+   * downs, and than the time an open latch must stay open.
+   */
+  readonly ttl?: number;
+}
+
+/** Options of `CountDownLatch.countDown()`. */
+export interface CountDownOptions {
+  /**
+   * Names this count down: calls with the same id count once, so a call that failed may be made
+   * again safely. Default: a new id per call (a replay by the client still counts once).
+   */
+  readonly id?: string;
+}
+
+/** Options of `CountDownLatch.wait()`. */
+export interface LatchWaitOptions {
+  /** Longest wait in ms; 0 means one look. Default: until the latch opens or `signal` aborts. */
+  readonly timeout?: number;
+  /** Gives up the wait; it rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+const INTERNAL = Symbol("surelock.latch");
+
+export class CountDownLatch {
+  /** The latch's name. */
+  readonly key: string;
+  /** The count it opens at. */
+  readonly initialCount: number;
+  /** How long Redis keeps it after its last count down, ms. */
+  readonly ttl: number;
+  readonly #rt: Runtime;
+  readonly #keys: LatchKeys;
+
+  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, count: number, ttlMs: number) {
+    if (token !== INTERNAL) throw new TypeError("use Surelock.latch()");
+    this.key = key;
+    this.initialCount = count;
+    this.ttl = ttlMs;
+    this.#rt = rt;
+    this.#keys = rt.keys.latch(key);
+  }
+
+  /** @internal Use `Surelock.latch()`. */
+  static _create(rt: Runtime, key: string, count: number, ttlMs: number): CountDownLatch {
+    return new CountDownLatch(INTERNAL, rt, key, count, ttlMs);
+  }
+
+  /**
+   * Counts down once (nothing once it is open) and renews the latch's TTL; resolves with what is
+   * left. The one that reaches 0 wakes every waiter. A call that rejects with ConnectionError may
+   * have counted: pass an `id` to make it again safely.
+   */
+  async countDown(options?: CountDownOptions): Promise<number> {
+    const o = checkOptions<CountDownOptions>("options", options, ["id"]);
+    const id = o.id === undefined ? this.#rt.ids.id() : checkOwner("options.id", o.id);
+    this.#rt.assertOpen();
+    const answers = await this.#rt.store.broadcast((command) => scripts.countDown.call(
+      { latch: this.#keys.state, channel: this.#keys.channel },
+      { id, count: this.initialCount, ttl: this.ttl, publish: command },
+    ));
+    const left = this.#left("countDown", answers);
+    publish("latch", () => ({ key: this.key, event: "countDown", count: left, counted: answers.some((a) => a.ok && a.value.status === "counted") }));
+    return left;
+  }
+
+  /** What is left of the count, read from Redis (the count itself for a latch Redis does not have). */
+  async count(): Promise<number> {
+    this.#rt.assertOpen();
+    return this.#read();
+  }
+
+  /**
+   * Resolves once the latch is open (its count is 0): at once if it is, else when the count down
+   * that opens it announces it (pub/sub), with a look at least every `pollInterval` in case that
+   * announcement is lost. Rejects with LockTimeoutError after `timeout`, with the signal's reason
+   * when it aborts, ClosedError when the Surelock is closed.
+   */
+  async wait(options?: LatchWaitOptions): Promise<void> {
+    const o = checkOptions<LatchWaitOptions>("options", options, ["timeout", "signal"]);
+    const timeoutMs = o.timeout === undefined ? Infinity : checkTimeout("options.timeout", o.timeout);
+    const signal = o.signal === undefined ? undefined : checkSignal("options.signal", o.signal);
+    const rt = this.#rt;
+    rt.assertOpen();
+    const startedAt = rt.clock.now();
+    const stop = new Interruption({
+      clock: rt.clock,
+      // `timeout: 0` is one look: bounded by its command timeout, not cut short.
+      deadlineAt: timeoutMs === 0 || timeoutMs === Infinity ? Infinity : startedAt + timeoutMs,
+      timeout: () => new LockTimeoutError(this.key, rt.clock.now() - startedAt, timeoutMs, "latch"),
+      signals: [signal, rt.closed],
+    });
+    let poked = false;
+    let wake: (() => void) | undefined;
+    const poke = (): void => {
+      poked = true;
+      wake?.();
+    };
+    let subscription: { release(): void } | undefined;
+    try {
+      // The uncontended case (open already, or one look) needs no subscription.
+      if ((await race(this.#read(), stop.signal)) === 0) return this.#opened(startedAt);
+      if (timeoutMs === 0) throw new LockTimeoutError(this.key, rt.clock.now() - startedAt, 0, "latch");
+      const s = rt.listen(this.#keys.channel, { message: poke, missed: poke });
+      subscription = s;
+      await race(s.ready, stop.signal);
+      for (let looks = 0; ; looks++) {
+        // Look again now that we listen (an announcement made before we did went unheard), after
+        // each announcement, and at least every pollInterval.
+        poked = false;
+        const left = await race(this.#read(), stop.signal);
+        if (left === 0) return this.#opened(startedAt);
+        if (looks === 0) publish("latch", () => ({ key: this.key, event: "waiting", count: left }));
+        if (!poked) await this.#nextPoke(stop.signal, (w) => { wake = w; });
+        wake = undefined;
+        stop.throwIfInterrupted();
+      }
+    } finally {
+      subscription?.release();
+      stop.dispose();
+    }
+  }
+
+  async #read(): Promise<number> {
+    const answers = await this.#rt.store.broadcast(() => scripts.readLatch.call({ latch: this.#keys.state }, { count: this.initialCount }));
+    return this.#left("count", answers);
+  }
+
+  /** What is left, as a majority of nodes counts it; a latch stored with another count is a conflict. */
+  #left(operation: string, answers: readonly NodeAnswer<LatchReply>[]): number {
+    const replies = answered(this.key, operation, answers);
+    const counts: number[] = [];
+    for (const r of replies) {
+      if (r.status === "conflict") {
+        throw new ConflictError(this.key, `a latch of count ${r.count} is stored under this name, and this caller asked for ` +
+          `${this.initialCount}: every caller of one latch must agree`);
+      }
+      counts.push(r.left);
+    }
+    return majorityLow(counts, answers.length);
+  }
+
+  #opened(startedAt: number): void {
+    publish("latch", () => ({ key: this.key, event: "open", count: 0, waitedMs: this.#rt.clock.now() - startedAt }));
+  }
+
+  /** Resolves at the next announcement, after pollInterval, or when `stop` aborts. */
+  #nextPoke(stop: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
+    const clock = this.#rt.clock;
+    return new Promise<void>((resolve) => {
+      if (stop.aborted) return resolve();
+      const done = (): void => {
+        clock.clearTimeout(timer);
+        stop.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = clock.setTimeout(done, this.#rt.pollMs, true);
+      stop.addEventListener("abort", done, { once: true });
+      setWake(done);
+    });
+  }
+}

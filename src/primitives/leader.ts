@@ -1,0 +1,118 @@
+/**
+ * Who leads an election, as Redis shows it: reading it (one node, or a majority of them) and
+ * watching it change. A candidate is the leader once its campaign stored its value and announced
+ * itself (proclaim.lua): until then its hold on the lock makes it no leader yet, only the next.
+ */
+import { Interruption, race } from "../deadline.js";
+import { majorityOf } from "../quorum/votes.js";
+import type { Runtime } from "../runtime.js";
+import type { LeaderReply } from "../scripts/index.js";
+import type { NodeAnswer } from "../store/types.js";
+import { answered } from "./node-answers.js";
+
+/** The leader of an election. */
+export interface Leader {
+  /** The owner its lease is held as (`lease.owner`): host, pid and a unique id. */
+  readonly owner: string;
+  /** The value it proclaimed; null if it stands for none. */
+  readonly value: string | null;
+  /** Its lease's fencing token: each new leader has a larger one. */
+  readonly fencingToken: bigint;
+  /** Time left on its lease in Redis when read, ms (renewed while it leads). */
+  readonly expiresInMs: number;
+}
+
+/**
+ * The leader from every node's reading: the hold that holds the lock on a majority of the nodes
+ * and proclaimed itself on at least one of them (a proclaim that succeeded reached a majority,
+ * and any two majorities share a node). Null when there is none; QuorumError when too few nodes
+ * answered to tell.
+ */
+export function decideLeader(name: string, answers: readonly NodeAnswer<LeaderReply | null>[]): Leader | null {
+  const readings = answered(name, "leader", answers);
+  const byHold = new Map<string, LeaderReply[]>();
+  for (const r of readings) {
+    if (r) byHold.set(r.hold, [...(byHold.get(r.hold) ?? []), r]);
+  }
+  const m = majorityOf(answers.length);
+  for (const group of byHold.values()) {
+    const proclaimed = group.find((r) => r.proclaimed);
+    if (group.length < m || !proclaimed) continue;
+    // The hold lives while a majority of its nodes do: until the majority-th latest expiry.
+    const pttls = group.map((r) => r.pttlMs).sort((a, b) => b - a);
+    return { owner: proclaimed.owner, value: proclaimed.value, fencingToken: proclaimed.token, expiresInMs: Math.max(0, pttls[m - 1] ?? 0) };
+  }
+  return null;
+}
+
+/** Whether two readings show the same leader with the same value (or both none). */
+export function sameLeader(a: Leader | null, b: Leader | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.fencingToken === b.fencingToken && a.owner === b.owner && a.value === b.value;
+}
+
+export interface ObserveRequest {
+  readonly rt: Runtime;
+  readonly channel: string;
+  readonly read: () => Promise<Leader | null>;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * A first reading, then one more whenever the leader may have changed: an announcement on the
+ * election's channel ("e": a leader proclaimed itself, or left with nobody to take over), a
+ * reconnect of the subscriber (announcements may have been missed), or the moment the leader's
+ * lease would run out in Redis unless renewed (a leader that died announces nothing). Yields only
+ * changes. Readings coalesce: a slow consumer gets the latest state, not every step in between.
+ * Ends (returns) when `signal` aborts or the Surelock is closed; a failed reading throws.
+ */
+export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader | null, void, undefined> {
+  const { rt } = o;
+  const stop = new Interruption({ clock: rt.clock, signals: [o.signal, rt.closed] });
+  // First pulled after its signal or close(): nothing to watch (and no connection to open).
+  if (stop.signal.aborted) return stop.dispose();
+  let stale = true;
+  let wake: (() => void) | undefined;
+  const poke = (): void => {
+    stale = true;
+    wake?.();
+  };
+  const subscription = rt.listen(o.channel, { message: (m) => { if (m === "e") poke(); }, missed: poke });
+  try {
+    await race(subscription.ready, stop.signal);
+    let last: Leader | null | undefined;
+    for (;;) {
+      stale = false;
+      const sentAt = rt.clock.now();
+      const current = await race(o.read(), stop.signal);
+      if (last === undefined || !sameLeader(last, current)) {
+        last = current;
+        yield current;
+      }
+      if (stale) continue;
+      // Its lease in Redis runs out no earlier than this (Redis read its PTTL after we sent the
+      // reading): look again then, and once more if it was renewed meanwhile.
+      const expiresAt = current === null ? Infinity : sentAt + current.expiresInMs + 1;
+      await new Promise<void>((resolve) => {
+        if (stop.signal.aborted) return resolve();
+        const done = (): void => {
+          wake = undefined;
+          rt.clock.clearTimeout(timer);
+          stop.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = expiresAt < Infinity ? rt.clock.setTimeout(done, expiresAt - rt.clock.now(), true) : undefined;
+        stop.signal.addEventListener("abort", done, { once: true });
+        wake = done;
+      });
+      stop.throwIfInterrupted();
+    }
+  } catch (error) {
+    // The caller's signal or close(): the observation is over, not failed.
+    if (stop.signal.aborted && error === stop.signal.reason) return;
+    throw error;
+  } finally {
+    subscription.release();
+    stop.dispose();
+  }
+}

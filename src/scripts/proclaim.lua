@@ -1,0 +1,19 @@
+-- proclaim.lua: an election's leader stores the value it stands for, and announces itself.
+-- KEYS: lock, channel
+-- ARGV: hold, token, value, has, publish
+-- `lock` is the election's mutex hash. `hold` is the leader's hold id and `token` its fencing token
+-- (in quorum mode the one a majority chose, which this node's own may be below). `has` '1' stores
+-- `value`, '0' stores none. `publish`: PUBLISH, or SPUBLISH in a Cluster.
+-- Invariant: only the hold that holds the lock writes; its value is recorded with its hold id
+-- (`vh`) and token (`vt`), so no later hold ever shows an earlier hold's value; the hash keeps
+-- its hold's PTTL; running it again changes nothing more (it announces again, harmlessly).
+-- Returns 1 stored and announced ("e" on the channel), 0 gone, -1 held by another hold.
+local h = redis.call('HGET', lock, 'h')
+if h ~= hold then
+  if h then return -1 end
+  return 0
+end
+redis.call('HSET', lock, 'vh', hold, 'vt', token)
+if has == '1' then redis.call('HSET', lock, 'v', value) else redis.call('HDEL', lock, 'v') end
+redis.call(publish, channel, 'e')
+return 1
