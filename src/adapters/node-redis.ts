@@ -160,9 +160,16 @@ abstract class SendCommandAdapter {
     return this.send(["EVAL", script, String(keys.length), ...full, ...strings(args)], full[0]);
   }
 
-  /** Any other command, sent as given (`key`, a surelock key, only routes it). */
+  /**
+   * Any other command. `key`, a surelock key, routes it; when the command names that key as its
+   * first argument (`HGET key field`), the prefix goes on it there too, as it does on script KEYS
+   * (and as ioredis does by itself): the command then reads what the scripts wrote.
+   */
   command(args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.send(strings(args), key === undefined ? undefined : this.prefix + key);
+    const sent = strings(args);
+    if (key === undefined) return this.send(sent, undefined);
+    if (this.prefix !== "" && sent[1] === key) sent[1] = this.prefix + key;
+    return this.send(sent, this.prefix + key);
   }
 
   /** A script call then WAIT, with the script's KEYS prefixed (`args` as the endpoint builds it). */

@@ -48,7 +48,11 @@ export interface RedisAdapter {
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
   /** `EVAL script numkeys keys... args...`. */
   eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
-  /** Any other command, for example `["INFO", "server"]`; `key` routes it in a Cluster. */
+  /**
+   * Any other command, for example `["INFO", "server"]`. `key`, a surelock key, routes it in a
+   * Cluster; when `args[1]` is that key (`["HGET", key, "t"]`), the adapter treats it as it treats
+   * script KEYS (its key prefix included), so the command reads what the scripts wrote.
+   */
   command(args: readonly RedisArg[], key?: string): Promise<unknown>;
   /**
    * Opens the extra connection(s) used for wake-ups (closed by `Surelock.close()`): one for a
