@@ -401,14 +401,14 @@ class Inbox {
 }
 
 /** Opens a subscriber with an inbox; `use` runs with it, and it is closed afterwards (best effort). */
-async function withSubscriber<T>(ctx: CheckContext, use: (s: RedisSubscriber, inbox: Inbox) => Promise<T>, close = true): Promise<T> {
+async function withSubscriber<T>(ctx: CheckContext, use: (s: RedisSubscriber, inbox: Inbox) => Promise<T>): Promise<T> {
   const subscriber = await must(ctx, "createSubscriber()", () => ctx.adapter.createSubscriber());
   const inbox = new Inbox();
   subscriber.onMessage(inbox.push);
   try {
     return await use(subscriber, inbox);
   } finally {
-    if (close) await step(ctx, "close()", call(() => subscriber.close())).catch(() => {});
+    await step(ctx, "close()", call(() => subscriber.close())).catch(() => {});
   }
 }
 
@@ -549,7 +549,10 @@ export const reconnect: Check = async (ctx) => {
   });
 };
 
-/** close() resolves, and the server no longer delivers to the closed subscriber. */
+/**
+ * close() resolves, and the server no longer delivers to the closed subscriber. (withSubscriber
+ * closes it again afterwards, in case a step failed before: a second close() must be harmless.)
+ */
 export const close: Check = (ctx) => withSubscriber(ctx, async (subscriber) => {
   const channel = channelName(ctx, "closed");
   await must(ctx, "subscribe()", () => subscriber.subscribe(channel));
@@ -557,7 +560,7 @@ export const close: Check = (ctx) => withSubscriber(ctx, async (subscriber) => {
   // The server drops the subscription when it has processed the disconnect, a moment after QUIT's reply.
   await eventually(ctx, "the closed subscriber's subscription to end", async () => (await publish(ctx, channel, "after close")) === 0);
   return "close() resolves and the subscription ends with it";
-}, false);
+});
 
 // ---------------------------------------------------------------------------------------------
 // Replicas and end to end
