@@ -160,9 +160,16 @@ abstract class SendCommandAdapter {
     return this.send(["EVAL", script, String(keys.length), ...full, ...strings(args)], full[0]);
   }
 
-  /** Any other command, sent as given (`key`, a surelock key, only routes it). */
+  /**
+   * Any other command. `key`, a surelock key, routes it; when the command names that key as its
+   * first argument (`HGET key field`), the prefix goes on it there too, as it does on script KEYS
+   * (and as ioredis does by itself): the command then reads what the scripts wrote.
+   */
   command(args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.send(strings(args), key === undefined ? undefined : this.prefix + key);
+    const sent = strings(args);
+    if (key === undefined) return this.send(sent, undefined);
+    if (this.prefix !== "" && sent[1] === key) sent[1] = this.prefix + key;
+    return this.send(sent, this.prefix + key);
   }
 
   /** A script call then WAIT, with the script's KEYS prefixed (`args` as the endpoint builds it). */
@@ -264,7 +271,9 @@ export class NodeRedisClusterAdapter extends SendCommandAdapter implements Redis
   async createSubscriber(): Promise<RedisSubscriber> {
     // node-redis keeps one sharded subscriber per primary itself and moves channels whose slot
     // migrated; the duplicate only needs the slot map, not command connections to every node.
-    return subscriberOver(this.#client.duplicate({ minimizeConnections: true }), true, this.prefix);
+    // A cluster client emits no 'ready' of its own: each node's connection, the sharded
+    // subscribers' included, reports its own as 'node-ready' (which resubscribes its channels).
+    return subscriberOver(this.#client.duplicate({ minimizeConnections: true }), true, this.prefix, "node-ready");
   }
 }
 
@@ -280,10 +289,22 @@ async function subscriberOver(
   // Without an 'error' listener node-redis would throw from its socket; missed wake-ups
   // are covered by the safety poll.
   connection.on("error", () => {});
-  connection.on(reconnectEvent, (() => {
-    if (readyOnce) onReconnect();
-    readyOnce = true;
-  }) as Listener);
+  if (reconnectEvent !== "node-ready") {
+    connection.on(reconnectEvent, (() => {
+      if (readyOnce) onReconnect();
+      readyOnce = true;
+    }) as Listener);
+  } else {
+    // A node is back when its address was ready before. (A command connection and a subscriber
+    // to the same node share the address: the subscriber's first ready may be announced too,
+    // which costs each waiter one extra attempt, never a missed wake-up.)
+    const seen = new Set<string>();
+    connection.on("node-ready", ((node: { host?: string; port?: number }) => {
+      const address = `${node.host ?? "?"}:${node.port ?? "?"}`;
+      if (seen.has(address)) onReconnect();
+      seen.add(address);
+    }) as Listener);
+  }
   await connectWithin(connection, CONNECT_TIMEOUT_MS);
   // The scripts publish on their (prefixed) KEYS; node-redis never prefixes a channel.
   const deliver: MessageListener = (message, channel) => onMessage(channel.slice(prefix.length), message);

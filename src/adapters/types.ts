@@ -3,17 +3,28 @@
 /** A command argument. */
 export type RedisArg = string | number;
 
-/** The connection that receives wake-up announcements. */
+/**
+ * The connection that receives wake-up announcements. Channel names are given and reported as
+ * surelock names them: the scripts publish on one of their KEYS, so an adapter that prefixes
+ * keys subscribes to the prefixed channel and takes the prefix off again in `onMessage`.
+ */
 export interface RedisSubscriber {
-  /** Starts receiving messages on `channel`; resolves once the server confirmed. */
+  /**
+   * Starts receiving messages on `channel` (SSUBSCRIBE in a Cluster); resolves once the server
+   * confirmed, so that a message published after it resolves is delivered.
+   */
   subscribe(channel: string): Promise<void>;
-  /** Stops receiving messages on `channel`. */
+  /** Stops receiving messages on `channel`; resolves once the server confirmed. */
   unsubscribe(channel: string): Promise<void>;
-  /** Sets the one handler that receives every message. */
+  /** Sets the one handler that receives every message (a second call replaces it), once each, in order. */
   onMessage(handler: (channel: string, message: string) => void): void;
-  /** Sets a handler called after the connection came back (messages may have been missed). */
+  /**
+   * Sets a handler called after the connection came back, with its channels subscribed again
+   * (messages may have been missed meanwhile). An adapter may instead deliver the message `"*"`
+   * on each channel it subscribed again (the Cluster adapters do, channel by channel).
+   */
   onReconnect(handler: () => void): void;
-  /** Closes the connection. */
+  /** Closes the connection; nothing is delivered to it afterwards. */
   close(): Promise<void>;
 }
 
@@ -48,7 +59,11 @@ export interface RedisAdapter {
   evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
   /** `EVAL script numkeys keys... args...`. */
   eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
-  /** Any other command, for example `["INFO", "server"]`; `key` routes it in a Cluster. */
+  /**
+   * Any other command, for example `["INFO", "server"]`. `key`, a surelock key, routes it in a
+   * Cluster; when `args[1]` is that key (`["HGET", key, "t"]`), the adapter treats it as it treats
+   * script KEYS (its key prefix included), so the command reads what the scripts wrote.
+   */
   command(args: readonly RedisArg[], key?: string): Promise<unknown>;
   /**
    * Opens the extra connection(s) used for wake-ups (closed by `Surelock.close()`): one for a

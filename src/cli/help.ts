@@ -102,9 +102,11 @@ ${CONNECTION}`,
   doctor: `Usage: surelock doctor [--json] [--strict]
 
 Checks the deployment: Redis version, Lua scripting, role and replicas (min-replicas-to-write),
-persistence (appendonly, appendfsync, save), maxmemory-policy, Cluster state, round-trip latency,
-and in quorum mode the number and independence of the nodes. Prints ok / warn / fail per check
-and exits with 1 if any check fails.
+persistence (appendonly, appendfsync, save; INFO when CONFIG is unavailable), maxmemory-policy,
+Cluster state, round-trip latency, each server's clock against this host's (TIME), and in quorum
+mode the number and independence of the nodes, their clocks against each other and the restart
+delay a node without appendfsync always needs. Prints ok / warn / fail per check and exits with 1
+if any check fails.
 
 Options:
   --json             machine-readable output

@@ -10,3 +10,5 @@ export { VirtualClock, VirtualTimer } from "./virtual-clock.js";
 export type { TimerSource } from "./virtual-clock.js";
 export { Gate, MemoryConnectionError, MemoryReplyError } from "./faults.js";
 export type { Fault, Interceptor, CommandCall } from "./faults.js";
+export { verifyAdapter, AdapterVerificationError } from "./verify-adapter.js";
+export type { VerifyAdapterOptions, AdapterReport, AdapterCheckResult, AdapterCheckName } from "./verify-adapter.js";

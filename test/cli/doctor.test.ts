@@ -32,7 +32,7 @@ void describe("surelock doctor", () => {
     const { code, report } = await doctor("--redis", server.url);
     assert.equal(code, 0);
     assert.equal(report.ok, true);
-    assert.deepEqual(report.checks.map((c) => c.check), ["connection", "version", "scripting", "replication", "persistence", "eviction", "latency"]);
+    assert.deepEqual(report.checks.map((c) => c.check), ["connection", "version", "scripting", "replication", "persistence", "eviction", "latency", "clock"]);
     assert.deepEqual(report.checks.filter((c) => c.status === "fail"), []);
     assert.equal(statusOf(report, "eviction"), "ok");
     assert.equal(statusOf(report, "scripting"), "ok");
@@ -84,6 +84,44 @@ void describe("surelock doctor", () => {
     }
   });
 
+  void it("measures the server's clock against this host's with TIME: the same machine's clock, so ~0, within the round trip's bound", async () => {
+    const { report } = await doctor("--redis", server.url);
+    const clock = report.checks.find((c) => c.check === "clock");
+    assert.equal(clock?.status, "ok");
+    assert.equal(typeof clock?.offsetMs, "number");
+    assert.equal(typeof clock?.boundMs, "number");
+    // One system clock on both sides: what is left is the bound and the resolutions of the two readings.
+    assert.ok(Math.abs(clock?.offsetMs ?? Infinity) <= (clock?.boundMs ?? 0) + 2, `offset ${clock?.offsetMs} ± ${clock?.boundMs} ms`);
+    assert.match(clock?.detail ?? "", /^TIME [\d.]+ ms (ahead of|behind) this host's clock \(± [\d.]+ ms, best of 5 round trips\)$/);
+  });
+
+  void it("persistence: appendonly yes is ok, no AOF warns; without CONFIG (renamed, or denied by an ACL) it reads INFO persistence and says so", async () => {
+    const aof = await startStandalone({ args: ["--appendonly", "yes"] });
+    const renamed = await startStandalone({ args: ["--appendonly", "yes", "--rename-command", "CONFIG", ""] });
+    try {
+      const withAof = (await doctor("--redis", aof.url)).report.checks.find((c) => c.check === "persistence");
+      assert.deepEqual([withAof?.status, withAof?.detail], ["ok", "appendonly yes, appendfsync everysec (a power loss can forget the last second of lock changes)"]);
+
+      const fromInfo = (await doctor("--redis", renamed.url)).report.checks.find((c) => c.check === "persistence");
+      assert.equal(fromInfo?.status, "ok");
+      assert.match(fromInfo?.detail ?? "", /^appendonly yes \(from INFO persistence: CONFIG renamed or disabled\); appendfsync unknown$/);
+
+      await server.command("ACL", "SETUSER", "doctor", "on", ">secret", "~*", "&*", "+@all", "-config");
+      try {
+        const url = server.url.replace("redis://", "redis://doctor:secret@");
+        const { code, report } = await doctor("--redis", url);
+        assert.equal(code, 0);
+        const denied = report.checks.find((c) => c.check === "persistence");
+        assert.equal(denied?.status, "warn");
+        assert.match(denied?.detail ?? "", /^appendonly no \(from INFO persistence: CONFIG denied by an ACL\), save unknown: /);
+      } finally {
+        await server.command("ACL", "DELUSER", "doctor");
+      }
+    } finally {
+      await Promise.all([aof.stop(), renamed.stop()]);
+    }
+  });
+
   void it("fails when the server cannot be reached", async () => {
     const gone = await startStandalone();
     const url = gone.url;
@@ -103,6 +141,29 @@ void describe("surelock doctor", () => {
       const quorum = report.checks.find((c) => c.node === "quorum" && c.check === "nodes");
       assert.equal(quorum?.status, "warn");
       assert.match(quorum?.detail ?? "", /2 primaries, 2 must agree/);
+    } finally {
+      await Promise.all(nodes.map((n) => n.stop()));
+    }
+  });
+
+  void it("in quorum mode, compares the nodes' clocks (~0 apart here) and states Redlock's restart rule for a node without appendfsync always", async () => {
+    const always = ["--appendonly", "yes", "--appendfsync", "always"];
+    const nodes = await Promise.all([startStandalone({ args: always }), startStandalone({ args: always }), startStandalone()]);
+    try {
+      const { code, report } = await doctor(...nodes.flatMap((n) => ["--redis", n.url]));
+      assert.equal(code, 0);
+      const clocks = report.checks.find((c) => c.node === "quorum" && c.check === "clocks");
+      assert.equal(clocks?.status, "ok");
+      assert.match(clocks?.detail ?? "", /^clocks of 3 nodes within [\d.]+ ms of each other \(± [\d.]+ ms\)$/);
+      const restart = report.checks.find((c) => c.node === "quorum" && c.check === "restart-delay");
+      assert.equal(restart?.status, "warn");
+      const forgetful = `127.0.0.1:${nodes[2]?.port}`;
+      assert.match(restart?.detail ?? "", new RegExp(`^${forgetful.replace(/\./g, "\\.")} may forget recent lock changes on a restart`));
+      assert.match(restart?.detail ?? "", /longer than the longest lock ttl/);
+      for (const n of nodes.slice(0, 2)) assert.ok(!(restart?.detail ?? "").includes(`:${n.port} `), "the nodes with appendfsync always are not named");
+
+      const durable = await doctor(...nodes.slice(0, 2).flatMap((n) => ["--redis", n.url]));
+      assert.equal(durable.report.checks.find((c) => c.check === "restart-delay")?.status, "ok", "every node syncs each change before it answers");
     } finally {
       await Promise.all(nodes.map((n) => n.stop()));
     }

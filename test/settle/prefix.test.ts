@@ -129,6 +129,22 @@ describe("key prefixes of the client: keys inside, wake-ups on time", () => {
     await assertNoTrace(server, "nr:surelock");
   });
 
+  it("the fencing guard's highestToken reads the guard its writes made (ioredis and node-redis keyPrefix)", async () => {
+    const nodeRedis = createClient({ socket: { host: server.host, port: server.port }, keyPrefix: "gnr:" });
+    nodeRedis.on("error", () => {});
+    await nodeRedis.connect();
+    closers.push(() => nodeRedis.destroy());
+    for (const [redis, prefix] of [[ioredis({ keyPrefix: "gio:" }), "gio:"], [nodeRedis, "gnr:"]] as const) {
+      const locks = surelock(redis);
+      const lease = await locks.mutex("stock").acquire();
+      const guard = locks.guard("stock");
+      assert.deepEqual(await guard.write(lease.fencingToken, "SET", "{stock}:units", "9"), { written: true, reply: "OK" });
+      assert.equal(await guard.highestToken(), lease.fencingToken, `${prefix}: highestToken through command() finds the prefixed guard`);
+      assert.equal(await server.command("GET", `${prefix}{stock}:units`), "9");
+      await lease.release();
+    }
+  });
+
   it("node-redis keyPrefix, Cluster", async () => {
     const make = async (): Promise<SurelockOptions["redis"]> => {
       const c = createCluster({ rootNodes: cluster.startupNodes().map((n) => ({ url: `redis://${n.host}:${n.port}` })), keyPrefix: "nr:" });
