@@ -36,11 +36,12 @@ rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 
 // Two files at a time: the machine has two cores, and fault tests are sensitive to starvation.
+// A file may run up to 10 minutes: the torture regressions and the model checks take a few.
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
   [
-    "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=180000",
+    "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000",
     `--test-reporter=${reporter}`, "--test-reporter-destination=stdout",
     "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,
     ...files,

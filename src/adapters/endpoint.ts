@@ -49,13 +49,13 @@ export class Endpoint {
    * receives a reply the caller will not see — it came after the deadline, or too few replicas
    * acknowledged it — so that whatever it granted can be given back.
    */
-  async run<R>(call: ScriptCall<R>, undo?: (reply: R) => void): Promise<R> {
+  async run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
     if (!this.#checked) await this.#supportedVersion();
     const what = `${call.script.name} of ${call.keys[0] ?? "?"}`;
     const wait = this.replicas && call.script.acknowledged ? this.replicas : undefined;
     const parseLate = undo && ((raw: unknown): void => {
       try {
-        undo(call.script.parse(raw));
+        void undo(call.script.parse(raw));
       } catch {
         // A reply we cannot read grants nothing we could give back.
       }
@@ -65,7 +65,8 @@ export class Endpoint {
       this.timeoutMs + wait.timeoutMs, parseLate && ((a: AcknowledgedReply) => parseLate(a.reply)));
     const reply = call.script.parse(acked.reply);
     if (acked.acknowledged >= wait.replicas) return reply;
-    undo?.(reply);
+    // Given back before the call settles: an acquire that fails for want of replicas leaves nothing.
+    await undo?.(reply);
     const failed = acked.waitError === undefined ? "" : ` (WAIT failed: ${messageOf(acked.waitError)})`;
     throw new ConnectionError(
       `${what} on ${this.name}: ${acked.acknowledged} of ${wait.replicas} required replicas acknowledged the write ` +

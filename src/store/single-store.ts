@@ -47,7 +47,7 @@ export class SingleStore implements Store {
   async acquire(call: AcquireCall): Promise<AcquireResult> {
     const { target, ask, entry, join } = call;
     // A reply that comes after we gave up on it still took (or queued) something: give it back.
-    const undo = (): void => this.#abandonQuietly(call);
+    const undo = (): Promise<void> => this.#abandonQuietly(call);
     let reply: AcquireReply;
     if (target.family === "exclusive") {
       const k = target.keys;
@@ -170,8 +170,8 @@ export class SingleStore implements Store {
     });
   }
 
-  #abandonQuietly(call: AcquireCall): void {
-    this.abandon(call).catch((error: unknown) => {
+  #abandonQuietly(call: AcquireCall): Promise<void> {
+    return this.abandon(call).catch((error: unknown) => {
       // It expires by itself: the hold after its ttl, the ticket after its lease.
       publish("error", () => ({ key: call.target.keys.key, operation: "abandon", error: error as Error }));
     });

@@ -579,7 +579,9 @@ export const replicaWait: Check = async (ctx) => {
   const problems: string[] = [];
   const name = key(ctx, "wait");
   ctx.written.add(name);
-  const wait = { replicas: Math.max(1, ctx.replicas), timeoutMs: 100 };
+  // WAIT returns as soon as enough replicas acknowledged: a generous timeout costs nothing on a
+  // healthy deployment, and a busy machine is not mistaken for a missing replica.
+  const wait = { replicas: Math.max(1, ctx.replicas), timeoutMs: Math.max(100, Math.floor(ctx.timeoutMs / 2)) };
   const expectedKey = await evalScript(ctx, SCRIPTS.write, [name], ["by-eval", KEY_TTL_MS]);
   const acked = await must(ctx, "commandThenWait(EVAL …)", () =>
     thenWait(["EVAL", SCRIPTS.write.source, 1, name, "by-commandThenWait", KEY_TTL_MS], name, wait));
