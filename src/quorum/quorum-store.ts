@@ -60,24 +60,26 @@ export class QuorumStore implements Store {
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
-      let won: string | undefined;
+      let won: { hold: string; token: bigint } | undefined;
       const { decision, votes } = await fanOut(
         this.#nodes.length,
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
           const d = decideAcquire(sofar, this.#nodes.length, all);
-          if (d?.outcome === "won") won = d.hold;
+          if (d?.outcome === "won") won = { hold: d.hold, token: d.token };
           return d;
         },
-        // A vote after the decision: keep it if it is for the winning hold, else give it back.
+        // A vote after the decision: keep it if it is for the winning hold with no larger a token
+        // than the lease's (a process joining the hold would read that one), else give it back.
         (vote) => {
-          if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won) {
+          if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won?.hold &&
+            vote.value.leaseToken <= won.token) {
             nodeTokens[vote.node] = vote.value.ref.token;
           } else this.#abandonOn(vote.node, call);
         },
       );
       for (const v of votes) {
-        if (v.ok && (v.value.status === "founded" || v.value.status === "entered") && v.value.ref.hold === won) {
+        if (v.ok && (v.value.status === "founded" || v.value.status === "entered") && v.value.ref.hold === won?.hold) {
           nodeTokens[v.node] = v.value.ref.token;
         }
       }
@@ -85,9 +87,11 @@ export class QuorumStore implements Store {
         const ref: HoldRef = { target: call.target, hold: decision.hold, token: decision.token, nodeTokens };
         if (await this.#raise(call, ref)) {
           // The hold lives while a majority of its nodes do: until the majority-th latest expiry.
-          const pttls = votes.flatMap((v) => (v.ok && "ref" in v.value && v.value.ref.hold === won ? [v.value.pttlMs] : []))
+          const pttls = votes.flatMap((v) => (v.ok && "ref" in v.value && v.value.ref.hold === won?.hold ? [v.value.pttlMs] : []))
             .sort((a, b) => b - a);
-          return { status: decision.entered ? "entered" : "founded", ref, pttlMs: pttls[majorityOf(this.#nodes.length) - 1] ?? 0 };
+          return {
+            status: decision.entered ? "entered" : "founded", ref, pttlMs: pttls[majorityOf(this.#nodes.length) - 1] ?? 0, leaseToken: decision.token,
+          };
         }
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
       }
@@ -148,8 +152,8 @@ export class QuorumStore implements Store {
     throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
   }
 
-  async raise(target: LockTarget, chosen: bigint): Promise<void> {
-    await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen)));
+  async raise(target: LockTarget, chosen: bigint, hold: string): Promise<void> {
+    await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen, hold)));
   }
 
   async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {
@@ -178,7 +182,7 @@ export class QuorumStore implements Store {
     const tokens = ref.nodeTokens ?? [];
     const behind = tokens.flatMap((t, i) => (t > 0n && t < ref.token ? [i] : []));
     if (behind.length === 0) return true;
-    const raised = await Promise.all(behind.map((i) => this.#store(i).raise(call.target, ref.token).then(() => true, () => false)));
+    const raised = await Promise.all(behind.map((i) => this.#store(i).raise(call.target, ref.token, ref.hold).then(() => true, () => false)));
     behind.forEach((i, j) => {
       if (raised[j]) return;
       tokens[i] = 0n;

@@ -70,11 +70,13 @@ export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, 
   const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean }>();
   for (const v of votes) {
     if (!v.ok || (v.value.status !== "founded" && v.value.status !== "entered")) continue;
-    const group = byHold.get(v.value.ref.hold) ?? { token: v.value.ref.token, count: 0, entered: 0, agree: true };
+    // A hold's lease token: the one its quorum chose where that was recorded, else the node's own.
+    const token = v.value.leaseToken;
+    const group = byHold.get(v.value.ref.hold) ?? { token, count: 0, entered: 0, agree: true };
     group.count++;
     if (v.value.status === "entered") group.entered++;
-    if (v.value.ref.token !== group.token) group.agree = false;
-    if (v.value.ref.token > group.token) group.token = v.value.ref.token;
+    if (token !== group.token) group.agree = false;
+    if (token > group.token) group.token = token;
     byHold.set(v.value.ref.hold, group);
   }
   for (const [hold, g] of byHold) {

@@ -11,7 +11,8 @@
 -- flow's reads; a hold is founded only with no live ticket ahead of the caller's (nested reads
 -- excepted: their flow already holds the lock); an entry is recorded once, so a replayed call
 -- answers what the first run answered; every key keeps a PTTL covering its live holds.
--- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered; {0, wait ms, position,
+-- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
+-- (`lease token`: the one the hold's quorum chose, else its own); {0, wait ms, position,
 -- counter} busy (position -1: not queued; counter: the lock's counter now); {-1} the hold to join
 -- is gone; {-2, limit} the semaphore is stored with another limit.
 --@include lib/clock.lua
@@ -30,12 +31,12 @@ end
 -- A replay: the fresh hold exists already, or this re-entry was recorded.
 if entry == hold then
   local r, pttl = live(hold)
-  if r then return {1, r.token, hold, pttl} end
+  if r then return {1, r.token, hold, pttl, leaseToken(state, r)} end
 else
   local of = redis.call('HGET', entries, entry)
   if of then
     local r, pttl = live(of)
-    if r then return {2, r.token, of, pttl} end
+    if r then return {2, r.token, of, pttl, leaseToken(state, r)} end
   end
 end
 
@@ -49,13 +50,13 @@ local function enter(r, pttl)
   r.n = r.n + 1
   writeRecord(state, r)
   redis.call('HSET', entries, entry, r.id)
-  return {2, r.token, r.id, pttl}
+  return {2, r.token, r.id, pttl, leaseToken(state, r)}
 end
 
 local function founded()
   local token = foundShared(state, holders, entries, hold, owner, mode, take, ttlMs)
   touch(state, holders, entries, keepMs)
-  return {1, token, hold, ttlMs}
+  return {1, token, hold, ttlMs, token}
 end
 
 if join == '*' then

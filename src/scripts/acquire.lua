@@ -7,7 +7,9 @@
 -- Invariant: an entry id is recorded once, so a replayed call changes nothing and answers what the
 -- first run answered; a re-entry never founds a hold; a hold is founded only on a free lock with
 -- no live ticket ahead of the caller's; the hash never holds a hold without a PTTL.
--- Returns {1, token, hold, pttl} founded; {2, token, hold, pttl} entered a live hold;
+-- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
+-- a live hold (`token` the hold's own on this node; `lease token` the one its quorum chose, field
+-- l, written by raise-fence, else the same);
 -- {0, wait ms, position, counter} busy (position -1: not queued; counter: the lock's counter now,
 -- so a waiter can tell a grant made after this reply from one made before); {-1} the hold to
 -- re-enter is gone.
@@ -16,14 +18,14 @@
 --@include lib/queue.lua
 --@include lib/exclusive.lua
 local ttlMs, leaseMs = tonumber(ttl), tonumber(ticketLease)
-local st = redis.call('HMGET', lock, 'o', 'h', 't', '@' .. entry, 'c')
-if st[4] then return {tonumber(st[4]), tonumber(st[3]), st[2], redis.call('PTTL', lock)} end
+local st = redis.call('HMGET', lock, 'o', 'h', 't', '@' .. entry, 'c', 'l')
+if st[4] then return {tonumber(st[4]), tonumber(st[3]), st[2], redis.call('PTTL', lock), tonumber(st[6] or st[3])} end
 
 -- One more entry on the live hold `id`.
 local function enter(id)
   redis.call('HSET', lock, '@' .. entry, 2)
   redis.call('HINCRBY', lock, 'n', 1)
-  return {2, tonumber(st[3]), id, redis.call('PTTL', lock)}
+  return {2, tonumber(st[3]), id, redis.call('PTTL', lock), tonumber(st[6] or st[3])}
 end
 
 local function wait(ms)
@@ -43,4 +45,5 @@ end
 local head = liveHead(queue, tickets)
 if head and head.id ~= hold then return wait(0) end
 if head then serveHead(queue, tickets, hold) end
-return {1, found(lock, hold, owner, entry, ttlMs, st[5]), hold, ttlMs}
+local token = found(lock, hold, owner, entry, ttlMs, st[5])
+return {1, token, hold, ttlMs, token}

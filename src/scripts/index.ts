@@ -83,7 +83,11 @@ function text(script: string, reply: unknown, value: unknown): string {
 
 /** What an acquire attempt got. */
 export type AcquireReply =
-  | { readonly status: "founded" | "entered"; readonly token: bigint; readonly hold: string; readonly pttlMs: number }
+  /**
+   * `token` is the hold's own on this node; `leaseToken` the one its quorum chose (recorded by
+   * raise-fence), or the same.
+   */
+  | { readonly status: "founded" | "entered"; readonly token: bigint; readonly hold: string; readonly pttlMs: number; readonly leaseToken: bigint }
   /** `counter`: the lock's fencing counter when the reply was made (a grant later has a larger token). */
   | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
   | { readonly status: "gone" }
@@ -91,13 +95,14 @@ export type AcquireReply =
 
 function parseAcquire(script: string): (reply: unknown) => AcquireReply {
   return (reply) => {
-    const [code, a, b, c] = coded(script, reply);
+    const [code, a, b, c, d] = coded(script, reply);
     if (code === 1 || code === 2) {
       return {
         status: code === 1 ? "founded" : "entered",
         token: BigInt(int(script, reply, a)),
         hold: text(script, reply, b),
         pttlMs: int(script, reply, c),
+        leaseToken: BigInt(int(script, reply, d)),
       };
     }
     // A PTTL of -1/-2 (no expiry / no key) only means "try again soon".

@@ -12,7 +12,7 @@
 --@include lib/exclusive.lua
 if redis.call('HGET', lock, 'h') == ticket then
   -- Founded for it and never used by it: only its founding entry can exist.
-  redis.call('HDEL', lock, 'o', 'h', 't', 'n', '@' .. ticket)
+  redis.call('HDEL', lock, 'o', 'h', 't', 'n', 'l', '@' .. ticket)
   handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)
   return 2
 end

@@ -31,7 +31,7 @@ if st[1] == hold and st[4] and (token == '0' or st[3] == token) then
     redis.call('HINCRBY', lock, 'n', -1)
     return {2, n - 1}
   end
-  redis.call('HDEL', lock, 'o', 'h', 't', 'n', '@' .. entry)
+  redis.call('HDEL', lock, 'o', 'h', 't', 'n', 'l', '@' .. entry)
   return handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)
 end
 if redis.call('ZSCORE', released, entry) then return {3} end

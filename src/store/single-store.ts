@@ -66,7 +66,7 @@ export class SingleStore implements Store {
       ), undo);
     }
     if (reply.status === "busy" || reply.status === "gone" || reply.status === "conflict") return reply;
-    return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs };
+    return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs, leaseToken: reply.leaseToken };
   }
 
   async abandon(call: AcquireCall): Promise<void> {
@@ -124,9 +124,10 @@ export class SingleStore implements Store {
     return this.endpoint.run(scripts.check.call({ key }, { kind: target.family === "exclusive" ? "x" : "s", hold: ref.hold }));
   }
 
-  async raise(target: LockTarget, chosen: bigint): Promise<void> {
-    const hash = target.family === "exclusive" ? target.keys.lock : target.keys.state;
-    await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs }));
+  async raise(target: LockTarget, chosen: bigint, hold: string): Promise<void> {
+    const exclusive = target.family === "exclusive";
+    const hash = exclusive ? target.keys.lock : target.keys.state;
+    await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs, kind: exclusive ? "x" : "s", hold }));
   }
 
   async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {

@@ -53,7 +53,8 @@ export interface HoldRef {
 }
 
 export type AcquireResult =
-  | { readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number }
+  /** `ref.token` is the hold's token on this node; `leaseToken` the lease's (what a quorum chose). */
+  | { readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number; readonly leaseToken: bigint }
   /** Wait: for a grant or a turn when queued (`position` ≥ 0); else attempt again after `waitMs`. */
   | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
   | { readonly status: "gone" }
@@ -89,8 +90,8 @@ export interface Store {
   release(ref: HoldRef, entry: string): Promise<ReleaseResult>;
   keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]>;
   check(ref: HoldRef): Promise<HoldState>;
-  /** Quorum mode: raises a node's counter to the token a majority chose. */
-  raise(target: LockTarget, chosen: bigint): Promise<void>;
+  /** Quorum mode: raises a node's counter to the token a majority chose for `hold`, and records it beside the hold. */
+  raise(target: LockTarget, chosen: bigint, hold: string): Promise<void>;
   /**
    * Runs a script outside the lock protocol (an election's value, a latch) on every node at once:
    * each node's answer, in node order (one in single-node mode). The caller decides what a

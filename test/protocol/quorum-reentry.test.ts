@@ -89,4 +89,66 @@ describe("quorum mode: re-entry and tokens", () => {
       assert.deepEqual(counters, [0, 0, 0, 0, 0], "the counters expired");
     }
   });
+
+  it("a process joining a hold by owner gets the lease's token, whichever majority answers it first", async () => {
+    // Counters that disagree: nodes 3 and 4 are far ahead of the others.
+    await Promise.all(nodes.map((n, i) => n.command("HSET", "surelock:{shared}:lock", "c", i < 3 ? "100" : "500")));
+    const a = await quorum();
+    const b = (() => {
+      const clients = proxies.map((p) => {
+        const c = new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 50 });
+        c.on("error", () => {});
+        return c;
+      });
+      const locks = new Surelock({ redis: clients, ttl: 10_000 });
+      closers.push(() => clients.forEach((c) => c.disconnect()), () => locks.close());
+      return locks;
+    })();
+    // A's fastest majority is nodes 0-2, which agree on 101: the lease is settled with that token.
+    for (const i of [3, 4]) proxies[i]?.setLatency(30, 30);
+    const first = await a.mutex("shared").acquire({ owner: "job" });
+    assert.equal(first.fencingToken, 101n);
+    // The late votes of nodes 3 and 4 (token 501) arrive: the lease's token is 101 all the same.
+    await eventually(async () => {
+      const counters = await Promise.all([3, 4].map(async (i) => (await holdOn(nodes[i] as RedisServer, "shared")).c));
+      return counters.every((c) => c === "501");
+    }, 3_000, "nodes 3 and 4 ran A's acquire");
+    await eventually(async () => {
+      const late = await Promise.all([3, 4].map(async (i) => (await holdOn(nodes[i] as RedisServer, "shared")).t));
+      return late.every((t) => t !== "501");
+    }, 3_000, "the late, larger tokens given back");
+    // B's fastest answers now come from nodes 2-4: none may show it a token other than the lease's.
+    for (const i of [3, 4]) proxies[i]?.setLatency(0, 0);
+    for (const i of [0, 1]) proxies[i]?.setLatency(30, 30);
+    const joined = await b.mutex("shared").acquire({ owner: "job" });
+    assert.equal(joined.fencingToken, first.fencingToken, "one hold, one fencing token, in every process that shares it");
+    await joined.release();
+    await first.release();
+  });
+
+  it("a process joining by owner reads the chosen token from nodes whose own token was smaller", async () => {
+    await Promise.all(nodes.map((n, i) => n.command("HSET", "surelock:{raised}:lock", "c", i < 3 ? "100" : "500")));
+    const a = await quorum();
+    const clients = proxies.map((p) => {
+      const c = new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 50 });
+      c.on("error", () => {});
+      return c;
+    });
+    const b = new Surelock({ redis: clients, ttl: 10_000 });
+    closers.push(() => clients.forEach((c) => c.disconnect()), () => b.close());
+    // A hears nodes 2-4 first: 101, 501, 501 disagree, so it waits for all, takes 501 and raises
+    // nodes 0-2, whose holds keep their own token 101.
+    for (const i of [0, 1]) proxies[i]?.setLatency(30, 30);
+    const first = await a.mutex("raised").acquire({ owner: "job" });
+    assert.equal(first.fencingToken, 501n);
+    const onLow = await Promise.all([0, 1, 2].map((i) => holdOn(nodes[i] as RedisServer, "raised")));
+    assert.deepEqual(onLow.map((h) => [h.t, h.l]), [["101", "501"], ["101", "501"], ["101", "501"]], "own tokens kept, the chosen one beside them");
+    // B hears nodes 0-2 first, which agree on their own 101: it must still read 501.
+    for (const i of [0, 1]) proxies[i]?.setLatency(0, 0);
+    for (const i of [3, 4]) proxies[i]?.setLatency(30, 30);
+    const joined = await b.mutex("raised").acquire({ owner: "job" });
+    assert.equal(joined.fencingToken, 501n, "the lease's token, not the nodes' own");
+    await joined.release();
+    await first.release();
+  });
 });

@@ -26,19 +26,37 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     assert.deepEqual(await b.snapshot([k.lock]), before);
   });
 
-  void it("raise-fence.lua only raises the counter, never a hold's token", async () => {
+  void it("raise-fence.lua raises the counter and records the chosen token beside the hold, never rewriting the hold's own", async () => {
     const token = await found("raise", "o", "h");
     const k = b.exclusive("raise");
-    const raise = (chosen: bigint) => scripts.raiseFence.call({ hash: k.lock }, { chosen: chosen.toString(), keep: 60_000 });
+    const raise = (chosen: bigint, hold = "h") =>
+      scripts.raiseFence.call({ hash: k.lock }, { chosen: chosen.toString(), keep: 60_000, kind: "x", hold });
     await b.run(raise(token + 10n));
     assert.equal(await b.redis.hget(k.lock, "c"), (token + 10n).toString());
     assert.equal(await b.redis.hget(k.lock, "t"), token.toString(), "the live hold keeps its own token");
+    assert.equal(await b.redis.hget(k.lock, "l"), (token + 10n).toString(), "the lease token is recorded beside it");
     await b.run(raise(token + 5n));
     assert.equal(await b.redis.hget(k.lock, "c"), (token + 10n).toString(), "never lowered");
+    await b.run(raise(token + 20n, "another hold"));
+    assert.equal(await b.redis.hget(k.lock, "l"), (token + 5n).toString(), "a token chosen for another hold is not recorded on this one");
     const created = b.exclusive("raise-new");
-    await b.run(scripts.raiseFence.call({ hash: created.lock }, { chosen: "42", keep: 60_000 }));
+    await b.run(scripts.raiseFence.call({ hash: created.lock }, { chosen: "42", keep: 60_000, kind: "x", hold: "h" }));
     assert.deepEqual(await b.redis.hgetall(created.lock), { c: "42" });
     assert.ok((await b.redis.pttl(created.lock)) > 0);
+  });
+
+  void it("a process joining a hold by owner reads the lease token raise-fence recorded, until the hold ends", async () => {
+    const token = await found("joined", "o", "h");
+    const k = b.exclusive("joined");
+    await b.run(scripts.raiseFence.call({ hash: k.lock }, { chosen: (token + 7n).toString(), keep: 60_000, kind: "x", hold: "h" }));
+    const joined = await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
+      { owner: "o", hold: "h2", entry: "e2", ttl: 10_000, join: "*", ticketLease: 0 }));
+    assert.deepEqual(joined.status === "entered" && [joined.hold, joined.token, joined.leaseToken], ["h", token, token + 7n]);
+    for (const [hold, entry] of [["h", "e2"], ["h", "h"]] as const) {
+      await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+        { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+    }
+    assert.equal(await b.redis.hexists(k.lock, "l"), 0, "the hold's lease token goes with it");
   });
 
   void it("force-release.lua ends the hold for good: the forced-out holder's release answers gone, not released", async () => {

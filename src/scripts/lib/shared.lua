@@ -4,7 +4,8 @@
 -- semaphore's limit (field p; u counts permits in use), 'r' reads, 'w' writes (field w names the
 -- writer; it excludes everyone but its own flow's nested reads, and its re-entries are recorded in
 -- `entries`, entry -> hold). A released hold leaves a tombstone, score -(expiry), so a replayed
--- release can tell "released" from "expired"; tombstones are dropped once they lapse.
+-- release can tell "released" from "expired"; tombstones are dropped once they lapse. In quorum
+-- mode l:<hold> records the token the quorum chose for a hold whose own token here is smaller.
 
 local function recordOf(state, hold)
   local rec = redis.call('HGET', state, 's:' .. hold)
@@ -14,6 +15,11 @@ local function recordOf(state, hold)
     owner = owner }
 end
 
+-- The token of a hold's lease: what its quorum chose (l:<hold>), else the hold's own.
+local function leaseToken(state, r)
+  return tonumber(redis.call('HGET', state, 'l:' .. r.id) or r.token)
+end
+
 local function writeRecord(state, r)
   redis.call('HSET', state, 's:' .. r.id, string.format('%d|%d|%s|%d|%s', r.token, r.permits, r.mode, r.n, r.owner))
 end
@@ -21,7 +27,7 @@ end
 -- Forgets a hold that ended: its permits, its record, and for a writer its mark and re-entries.
 local function forget(state, entries, r)
   redis.call('HINCRBY', state, 'u', -r.permits)
-  redis.call('HDEL', state, 's:' .. r.id)
+  redis.call('HDEL', state, 's:' .. r.id, 'l:' .. r.id)
   if r.mode == 'w' then
     redis.call('HDEL', state, 'w')
     redis.call('DEL', entries)
