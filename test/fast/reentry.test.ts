@@ -10,14 +10,7 @@ import { AsyncResource } from "node:async_hooks";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { LockLostError, type Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, track, type Proc } from "./support.js";
-
-/** A promise the test resolves when it chooses. */
-function later(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => { resolve = r; });
-  return { promise, resolve };
-}
+import { World, later, track, type Proc } from "./support.js";
 
 /** The entries (`@<entry>` fields) of the mutex `key`'s hold in Redis. */
 async function entries(w: World, key: string): Promise<number> {

@@ -148,6 +148,13 @@ export class World {
   }
 }
 
+/** A promise the test resolves when it chooses (Node 20 has no Promise.withResolvers). */
+export function later(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => { resolve = r; });
+  return { promise, resolve };
+}
+
 /** How and when (virtual instant) a promise settled, as far as it has. */
 export interface Tracked<T> {
   readonly settled: boolean;
