@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Surelock, type Lease, type SurelockOptions } from "../../src/index.js";
 import { LUA } from "../../src/scripts/lua.generated.js";
 import { MemoryRedis, VirtualClock, type Fault } from "../../src/testing/index.js";
-import { inspectable, traces } from "../settle/support.js";
+import { inspectable, traces } from "../helpers/traces.js";
 
 /** Script names by SHA1 (only to name what goes over the wire; the library is driven through its public API). */
 const SCRIPTS = new Map<string, string>(Object.values(LUA).map((s) => [s.sha, s.name]));
