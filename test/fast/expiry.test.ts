@@ -3,7 +3,8 @@
  * ttl from the acquire (present at that instant, gone one ms later, as in Redis); its holder gives
  * it up before (validity = ttl − drift), and nobody else gets the lock before Redis let it go. At
  * every millisecond around the expiry, at most one process believes it holds the lock, and a
- * process that believes it holds it is the owner Redis shows.
+ * process that believes it holds it is the owner Redis shows. An acquire answered when its hold's
+ * validity has run out already (a slow reply) gives that hold back and asks again.
  */
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
@@ -70,6 +71,34 @@ describe("fast: expiry", () => {
     gate.open();
     await got.release();
   });
+
+  for (const answeredAt of [3_000 - 33, 3_000 - 32]) {
+    const kept = answeredAt < 3_000 - 32;
+    const when = kept ? "1 ms before its validity (ttl − drift from the send) ends" : "the instant its validity ends";
+    it(`${kept ? "keeps" : "gives back, then acquires again,"} a hold whose acquire is answered ${when}`, async () => {
+      const p = w.proc();
+      const gate = new Gate();
+      p.wire.fault = (s) => (s.script === "acquire" ? { kind: "gate", gate, stage: "reply" } : undefined);
+      const pending = track(w.clock, p.locks.mutex("k").acquire());
+      await gate.reached;
+      const founded = (await w.lock("k")).fields.t;
+      await w.to(answeredAt);
+      p.wire.fault = undefined;
+      gate.open();
+      await w.clock.settle();
+      const lease = pending.value as Lease;
+      assert.equal(pending.at, answeredAt);
+      assert.equal(lease.held, true);
+      assert.equal(lease.fencingToken > BigInt(founded as string), !kept, kept ? "the hold it founded" : "a new hold");
+      await w.clock.advance(0); // timers due now fire
+      assert.deepEqual(p.wire.sent.filter((s) => s.script).map((s) => `${s.at} ${s.script}`),
+        kept ? ["0 acquire", `${answeredAt} keepalive`] : ["0 acquire", `${answeredAt} leave-queue`, `${answeredAt} acquire`],
+        kept ? "renewed at once" : "given back first");
+      await w.to(answeredAt + 5_000);
+      assert.equal(lease.held, true);
+      await lease.release();
+    });
+  }
 
   it("never renews a lease of fixed length (leaseTime): its signal aborts as expired before the key goes", async () => {
     const p = w.proc();
