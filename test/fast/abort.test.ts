@@ -9,7 +9,7 @@ import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { ClosedError, LockLostError, LockTimeoutError, type Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, assertCode, later, track, type Tracked } from "./support.js";
+import { World, assertCode, later, type Tracked } from "./support.js";
 
 describe("fast: timeout, abort and close", () => {
   let w: World;
@@ -19,7 +19,7 @@ describe("fast: timeout, abort and close", () => {
   /** Fails unless Redis is clean (no hold, no ticket) and `key` is free for another process. */
   async function leftNothing(key: string): Promise<void> {
     assert.deepEqual(await w.traces(), []);
-    const next = track(w.clock, w.proc().locks.mutex(key).tryAcquire());
+    const next = w.track(w.proc().locks.mutex(key).tryAcquire());
     await w.clock.settle();
     assert.ok(next.value, `${key} is free`);
     await next.value.release();
@@ -27,7 +27,7 @@ describe("fast: timeout, abort and close", () => {
 
   it("rejects acquire({ timeout }) with LockTimeoutError at exactly the timeout, its ticket gone from the line", async () => {
     const holder = await w.proc().locks.mutex("k").acquire();
-    const waiting = track(w.clock, w.proc().locks.mutex("k").acquire({ timeout: 750 }));
+    const waiting = w.track(w.proc().locks.mutex("k").acquire({ timeout: 750 }));
     await w.stepTo(749, () => assert.equal(waiting.settled, false));
     await w.to(750);
     assert.equal(waiting.at, 750);
@@ -43,7 +43,7 @@ describe("fast: timeout, abort and close", () => {
     const p = w.proc();
     const gate = new Gate();
     p.wire.fault = (s) => (s.script === "acquire" ? { kind: "gate", gate, stage: "reply" } : undefined);
-    const pending = track(w.clock, p.locks.mutex("k").acquire({ timeout: 300 }));
+    const pending = w.track(p.locks.mutex("k").acquire({ timeout: 300 }));
     await gate.reached;
     assert.notEqual((await w.lock("k")).fields.o, undefined, "the attempt founded a hold in Redis");
     await w.to(300);
@@ -57,7 +57,7 @@ describe("fast: timeout, abort and close", () => {
   it("rejects with the reason of a signal aborted before the call, and sends nothing (fresh or re-entering)", async () => {
     const p = w.proc();
     const reason = new Error("never mind");
-    const pending = track(w.clock, p.locks.mutex("k").acquire({ signal: AbortSignal.abort(reason) }));
+    const pending = w.track(p.locks.mutex("k").acquire({ signal: AbortSignal.abort(reason) }));
     await w.clock.settle();
     assert.equal(pending.error, reason);
     assert.deepEqual(p.wire.sent.map((s) => s.script ?? s.name), []);
@@ -74,7 +74,7 @@ describe("fast: timeout, abort and close", () => {
     const gate = new Gate();
     p.wire.fault = (s) => (s.script === "acquire" ? { kind: "gate", gate, stage: "reply" } : undefined);
     const controller = new AbortController();
-    const pending = track(w.clock, p.locks.mutex("k").acquire({ signal: controller.signal }));
+    const pending = w.track(p.locks.mutex("k").acquire({ signal: controller.signal }));
     await gate.reached;
     await w.to(40);
     const reason = new Error("stop");
@@ -92,7 +92,7 @@ describe("fast: timeout, abort and close", () => {
     const holder = await w.proc().locks.mutex("k").acquire();
     const controller = new AbortController();
     const p = w.proc();
-    const pending = track(w.clock, p.locks.mutex("k").acquire({ signal: controller.signal }));
+    const pending = w.track(p.locks.mutex("k").acquire({ signal: controller.signal }));
     await w.to(1_234);
     assert.equal((await w.queue("k")).length, 1);
     const reason = new Error("enough");
@@ -113,7 +113,7 @@ describe("fast: timeout, abort and close", () => {
     const gate = new Gate();
     p.wire.fault = (s) => (s.script === "leave-queue" ? { kind: "gate", gate, stage: "execution" } : undefined);
     const controller = new AbortController();
-    const pending = track(w.clock, p.locks.mutex("k").acquire({ signal: controller.signal }));
+    const pending = w.track(p.locks.mutex("k").acquire({ signal: controller.signal }));
     await w.clock.settle();
     const [ticket] = await w.queue("k");
     controller.abort(new Error("gone"));
@@ -133,14 +133,14 @@ describe("fast: timeout, abort and close", () => {
     const p = w.proc();
     const held = await p.locks.mutex("a").acquire();
     const end = later();
-    const section = track(w.clock, p.locks.withLock("b", () => end.promise));
+    const section = w.track(p.locks.withLock("b", () => end.promise));
     const waits: Tracked<Lease>[] = [
-      track(w.clock, p.locks.mutex("busy").acquire()),
-      track(w.clock, p.locks.mutex("busy").acquire({ timeout: 60_000 })),
-      track(w.clock, p.locks.semaphore("pool", { permits: 1 }).acquire()),
+      w.track(p.locks.mutex("busy").acquire()),
+      w.track(p.locks.mutex("busy").acquire({ timeout: 60_000 })),
+      w.track(p.locks.semaphore("pool", { permits: 1 }).acquire()),
     ];
     await w.to(500);
-    const closing = track(w.clock, p.locks.close());
+    const closing = w.track(p.locks.close());
     await w.clock.settle();
     assert.equal(closing.at, 500);
     for (const t of waits) {
@@ -161,9 +161,9 @@ describe("fast: timeout, abort and close", () => {
     const p = w.proc();
     const gate = new Gate();
     p.wire.fault = (s) => (s.script === "acquire" ? { kind: "gate", gate, stage: "reply" } : undefined);
-    const pending = track(w.clock, p.locks.mutex("k").acquire());
+    const pending = w.track(p.locks.mutex("k").acquire());
     await gate.reached;
-    const closing = track(w.clock, p.locks.close());
+    const closing = w.track(p.locks.close());
     await w.clock.settle();
     assert.ok(pending.error instanceof ClosedError);
     assert.ok(closing.ok, "close() does not wait for the held reply");

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import type { Lease, LockLostError } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, track, watchLoss, type Tracked } from "./support.js";
+import { World, watchLoss, type Tracked } from "./support.js";
 
 describe("fast: expiry", () => {
   let w: World;
@@ -32,7 +32,7 @@ describe("fast: expiry", () => {
     a.wire.fault = (s) => (s.script === "keepalive" ? { kind: "fail" } : undefined);
     const loss = watchLoss(w.clock, held);
     await w.to(10);
-    const waiting = track(w.clock, b.locks.mutex("k").acquire());
+    const waiting = w.track(b.locks.mutex("k").acquire());
     const invariant = async (now: number): Promise<void> => {
       const there = (await w.lock("k")).fields.o !== undefined;
       assert.equal(there, now <= 3_000 || waiting.settled, `held in Redis at ${now}`);
@@ -79,7 +79,7 @@ describe("fast: expiry", () => {
       const p = w.proc();
       const gate = new Gate();
       p.wire.fault = (s) => (s.script === "acquire" ? { kind: "gate", gate, stage: "reply" } : undefined);
-      const pending = track(w.clock, p.locks.mutex("k").acquire());
+      const pending = w.track(p.locks.mutex("k").acquire());
       await gate.reached;
       const founded = (await w.lock("k")).fields.t;
       await w.to(answeredAt);
@@ -112,7 +112,7 @@ describe("fast: expiry", () => {
     assert.equal(loss.at, 1_000 - 12);
     assert.equal((loss.reason as LockLostError).reason, "expired");
     assert.deepEqual(p.wire.calls("keepalive"), []);
-    const taken: Tracked<Lease | null> = track(w.clock, w.proc().locks.mutex("k").tryAcquire());
+    const taken: Tracked<Lease | null> = w.track(w.proc().locks.mutex("k").tryAcquire());
     await w.clock.settle();
     assert.ok(taken.value, "free for others");
     await taken.value.release();

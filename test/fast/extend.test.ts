@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { LockLostError, type Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, items, track, watchLoss, type Proc } from "./support.js";
+import { World, items, watchLoss, type Proc } from "./support.js";
 
 /** ttl − drift for a ttl: what a request confirms from its send instant. */
 const confirms = (ttlMs: number): number => ttlMs - (Math.floor(ttlMs * 0.01) + 2);
@@ -55,7 +55,7 @@ describe("fast: extend racing the watchdog", () => {
     const loss = watchLoss(w.clock, lease);
     await w.to(100);
     hold(held, "reply");
-    const extending = track(w.clock, lease.extend(1_000));
+    const extending = w.track(lease.extend(1_000));
     await held.reached;
     await safeUntil(1_050, 10);
     await safeUntil(1_200);
@@ -80,7 +80,7 @@ describe("fast: extend racing the watchdog", () => {
       await w.to(1_000);
       assert.equal(held.arrivals.length, 1, "the watchdog's renewal (ttl 3 000) ran in Redis; its reply is held");
       await w.to(1_200);
-      const extending = track(w.clock, lease.extend(1_000));
+      const extending = w.track(lease.extend(1_000));
       await w.to(1_300);
       hold(never, "execution");
       held.open();
@@ -95,7 +95,7 @@ describe("fast: extend racing the watchdog", () => {
     it(`lengthens validity by a longer extend queued behind a renewal only when the extend's own reply confirms it (it ${its})`, async () => {
       holdThenLose("execution", extendLost);
       await w.to(1_100);
-      const extending = track(w.clock, lease.extend(6_000));
+      const extending = w.track(lease.extend(6_000));
       await w.to(1_200);
       assert.deepEqual(p.wire.calls("keepalive").map((c) => c.at), [1_000, 1_100], "renewal and extend both wait on the wire");
       hold(never, "execution");
@@ -114,7 +114,7 @@ describe("fast: extend racing the watchdog", () => {
   it("renews with the ttl of an extend still on the wire, and takes validity from that renewal, the newest request", async () => {
     hold(held, "reply");
     await w.to(900);
-    const extending = track(w.clock, lease.extend(1_000));
+    const extending = w.track(lease.extend(1_000));
     await w.to(1_000);
     const [extend, renewal] = p.wire.calls("keepalive");
     assert.deepEqual([extend?.at, renewal?.at], [900, 1_000], "the watchdog renewed at its tick while the extend was unanswered");

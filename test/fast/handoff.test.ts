@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import type { Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, assertCode, track, type Tracked } from "./support.js";
+import { World, assertCode, type Tracked } from "./support.js";
 
 describe("fast: handoff", () => {
   let w: World;
@@ -27,7 +27,7 @@ describe("fast: handoff", () => {
     await w.to(500);
     const waiters: Tracked<Lease>[] = [];
     for (let i = 0; i < 4; i++) {
-      waiters.push(track(w.clock, w.proc().locks.mutex("k").acquire()));
+      waiters.push(w.track(w.proc().locks.mutex("k").acquire()));
       await w.clock.settle();
     }
     assert.equal((await w.queue("k")).length, 4, "four tickets in line");
@@ -49,7 +49,7 @@ describe("fast: handoff", () => {
   it("recovers a lost wake-up at the waiter's next ticket refresh, one poll interval after it queued", async () => {
     const holder = await w.proc().locks.mutex("k").acquire();
     const p = w.proc({ pollInterval: 200 });
-    const waiting = track(w.clock, p.locks.mutex("k").acquire());
+    const waiting = w.track(p.locks.mutex("k").acquire());
     await w.clock.settle();
     await w.to(50);
     p.redis.loseNextMessage();
@@ -71,11 +71,11 @@ describe("fast: handoff", () => {
   it("serves neither a waiter that timed out nor one that aborted; the next in line gets the lock at the release", async () => {
     const holder = await w.proc().locks.mutex("k").acquire();
     const controller = new AbortController();
-    const timesOut = track(w.clock, w.proc().locks.mutex("k").acquire({ timeout: 500 }));
+    const timesOut = w.track(w.proc().locks.mutex("k").acquire({ timeout: 500 }));
     await w.clock.settle();
-    const aborts = track(w.clock, w.proc().locks.mutex("k").acquire({ signal: controller.signal }));
+    const aborts = w.track(w.proc().locks.mutex("k").acquire({ signal: controller.signal }));
     await w.clock.settle();
-    const stays = track(w.clock, w.proc().locks.mutex("k").acquire());
+    const stays = w.track(w.proc().locks.mutex("k").acquire());
     await w.clock.settle();
     const [t1, t2, t3] = await w.queue("k");
     await w.to(500);
@@ -103,9 +103,9 @@ describe("fast: handoff", () => {
     const first = w.proc();
     const gate = new Gate();
     first.wire.fault = (s) => (s.script === "leave-queue" ? { kind: "gate", gate, stage: "execution" } : undefined);
-    const timesOut = track(w.clock, first.locks.mutex("k").acquire({ timeout: 500 }));
+    const timesOut = w.track(first.locks.mutex("k").acquire({ timeout: 500 }));
     await w.clock.settle();
-    const next = track(w.clock, w.proc().locks.mutex("k").acquire());
+    const next = w.track(w.proc().locks.mutex("k").acquire());
     await w.clock.settle();
     const [ticket] = await w.queue("k");
     await w.to(500);

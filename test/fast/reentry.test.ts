@@ -10,7 +10,7 @@ import { AsyncResource } from "node:async_hooks";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { LockLostError, type Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, later, track, type Proc } from "./support.js";
+import { World, later, type Proc } from "./support.js";
 
 /** The entries (`@<entry>` fields) of the mutex `key`'s hold in Redis. */
 async function entries(w: World, key: string): Promise<number> {
@@ -49,13 +49,13 @@ describe("fast: re-entry", () => {
   it("does not re-enter from a flow outside the section: it waits, and gets a new hold with a larger token once the section ends", async () => {
     const end = later();
     let sectionToken = 0n;
-    const section = track(w.clock, p.locks.withLock("k", async (lease) => {
+    const section = w.track(p.locks.withLock("k", async (lease) => {
       sectionToken = lease.fencingToken;
       await end.promise;
     }));
     await w.clock.settle();
     assert.equal(await p.locks.mutex("k").tryAcquire(), null);
-    const outside = track(w.clock, p.locks.mutex("k").acquire());
+    const outside = w.track(p.locks.mutex("k").acquire());
     await w.to(2_000);
     assert.equal(outside.settled, false, "waits while the section runs");
     end.resolve();
@@ -99,8 +99,8 @@ describe("fast: re-entry", () => {
       const other = await w.proc().locks.mutex("k").acquire();
       await fire();
       assert.ok(late, "the late flow ran");
-      const tried = track(w.clock, late.tried);
-      const acquired = track(w.clock, late.acquired);
+      const tried = w.track(late.tried);
+      const acquired = w.track(late.acquired);
       await w.clock.settle();
       assert.ok(tried.ok, `tryAcquire settles without error (${String(tried.error)})`);
       assert.equal(tried.value, null, "it does not re-enter: the lock is someone else's");
@@ -117,7 +117,7 @@ describe("fast: re-entry", () => {
   it("rejects a re-entry into a section whose lease was lost, and the section with LockLostError", async () => {
     const inside = later();
     let nested: Promise<unknown> | undefined;
-    const section = track(w.clock, p.locks.withLock("k", async () => {
+    const section = w.track(p.locks.withLock("k", async () => {
       await inside.promise;
       nested = p.locks.withLock("k", () => "never runs");
       await nested.catch(() => {});

@@ -84,6 +84,8 @@ export class World {
   /** A connection that only reads state for the test: never faulted, never queued behind a gate. */
   readonly observer = this.#redis.duplicate("observer");
   readonly #procs: Proc[] = [];
+  /** Every call a test tracked: each must have settled once the processes are closed. */
+  readonly #tracked: Tracked<unknown>[] = [];
 
   /** A world whose scripts are cached already, so every script call is one EVALSHA. */
   static async create(): Promise<World> {
@@ -100,6 +102,13 @@ export class World {
     const proc = { locks, redis, wire };
     this.#procs.push(proc);
     return proc;
+  }
+
+  /** Watches a call from now on (its rejection is handled: it never goes unhandled); close() fails if it never settled. */
+  track<T>(promise: Promise<T>): Tracked<T> {
+    const t = track(this.clock, promise);
+    this.#tracked.push(t);
+    return t;
   }
 
   get now(): number {
@@ -138,11 +147,16 @@ export class World {
     return traces(inspectable(this.observer));
   }
 
-  /** Closes every process; each close must settle within its bound (the command timeout), in virtual time. */
+  /**
+   * Closes every process; each close must settle within its bound (the command timeout), in
+   * virtual time, and so must every call the test tracked. No key may be left without a TTL.
+   */
   async close(): Promise<void> {
     const closing = track(this.clock, Promise.all(this.#procs.map((p) => p.locks.close())));
     for (let i = 0; i < 10 && !closing.settled; i++) await this.clock.advance(1_000);
     assert.ok(closing.settled && closing.ok, "close() settles within its bound");
+    await this.clock.settle();
+    this.#tracked.forEach((t, i) => assert.ok(t.settled, `tracked call #${i} settled`));
     const keys = (await this.observer.command(["KEYS", "surelock:*"])) as string[];
     for (const key of keys) assert.notEqual(await this.observer.command(["PTTL", key]), -1, `${key} has no TTL`);
   }
@@ -164,8 +178,7 @@ export interface Tracked<T> {
   readonly error: unknown;
 }
 
-/** Watches `promise` from now on (its rejection is handled here: it never goes unhandled). */
-export function track<T>(clock: VirtualClock, promise: Promise<T>): Tracked<T> {
+function track<T>(clock: VirtualClock, promise: Promise<T>): Tracked<T> {
   const t: { settled: boolean; ok: boolean; at: number | undefined; value: T | undefined; error: unknown } = {
     settled: false, ok: false, at: undefined, value: undefined, error: undefined,
   };

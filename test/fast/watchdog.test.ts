@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { LockLostError, type Lease } from "../../src/index.js";
 import { Gate, type Fault } from "../../src/testing/index.js";
-import { World, assertCode, items, track, watchLoss, type Sent } from "./support.js";
+import { World, assertCode, items, watchLoss, type Sent } from "./support.js";
 
 const TTL = 3_000;
 /** Validity of a lease confirmed by a request sent at 0: ttl − (⌊ttl × 1 %⌋ + 2). */
@@ -131,7 +131,7 @@ describe("fast: the watchdog", () => {
     await w.to(2_000);
     assert.equal(loss.at, 2_000);
     assert.equal((loss.reason as LockLostError).reason, "expired");
-    const other = track(w.clock, w.proc().locks.mutex("k").acquire({ timeout: 0 }));
+    const other = w.track(w.proc().locks.mutex("k").acquire({ timeout: 0 }));
     await w.clock.settle();
     assert.ok(other.ok, "another process takes it");
     assert.equal(lease.held, false);
