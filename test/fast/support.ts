@@ -121,7 +121,7 @@ export class World {
     await this.clock.advance(at - this.clock.now());
   }
 
-  /** Moves time `stepMs` (default 1 ms) at a time to `at`, checking `invariant` at every instant on the way. */
+  /** Moves time `stepMs` (default 1 ms) at a time to `at`, checking `invariant` after every step. */
   async stepTo(at: number, invariant: (now: number) => Promise<void> | void, stepMs = 1): Promise<void> {
     while (this.clock.now() < at) {
       await this.clock.advance(Math.min(stepMs, at - this.clock.now()));
