@@ -81,12 +81,14 @@ export class WaitingRoom implements WakeupHandler {
   async once(call: AcquireCall, signal: AbortSignal | undefined): Promise<{ result: AcquireResult; sentAt: number }> {
     const stop = signal ? new Interruption({ clock: this.#clock, signals: [signal, this.#closed] })
       : { signal: this.#closed, throwIfInterrupted: () => this.#closed.throwIfAborted(), dispose: () => {} };
+    let sent = false;
     try {
       stop.throwIfInterrupted();
+      sent = true;
       return await this.#attempt(call, stop.signal);
     } catch (error) {
-      // Interrupted, or its answer lost: the entry it may have added is given back.
-      this.#abandon(call);
+      // Interrupted, or its answer lost: the entry it may have added is given back (none if it was never sent).
+      if (sent) this.#abandon(call);
       throw error;
     } finally {
       stop.dispose();
@@ -113,9 +115,12 @@ export class WaitingRoom implements WakeupHandler {
     let subscription: { release(): void } | undefined;
     let attempts = 0;
     let waited = false;
+    /** Interrupted before its first attempt was sent: nothing to give back, nothing to send. */
+    let sent = false;
     let outcome: "acquired" | "timeout" | "aborted" | "error" = "error";
     try {
       stop.throwIfInterrupted();
+      sent = true;
       // Already listening to this lock (other waiters here): keep listening through the attempt,
       // so that an announcement made after it cannot be missed and no second attempt is needed.
       subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListening(req.channel);
@@ -179,7 +184,7 @@ export class WaitingRoom implements WakeupHandler {
       // Whatever an attempt of ours took or queued — its answer lost, or arriving after we stopped
       // listening — is given back: the ticket leaves the line, a hold founded for it is released.
       // (A single attempt that found the lock busy took nothing; a conflict took nothing either.)
-      const tookNothing = (req.timeoutMs === 0 && error instanceof LockTimeoutError) || error instanceof ConflictError;
+      const tookNothing = !sent || (req.timeoutMs === 0 && error instanceof LockTimeoutError) || error instanceof ConflictError;
       if (!tookNothing) this.#abandon(call);
       throw error;
     } finally {
