@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { LockLostError, type Lease } from "../../src/index.js";
 import { Gate } from "../../src/testing/index.js";
-import { World, items, watchLoss, type Proc } from "./support.js";
+import { World, watchLoss, type Proc } from "./support.js";
 
 /** ttl − drift for a ttl: what a request confirms from its send instant. */
 const confirms = (ttlMs: number): number => ttlMs - (Math.floor(ttlMs * 0.01) + 2);
