@@ -61,7 +61,7 @@ export class QuorumStore implements Store {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
       let won: { hold: string; token: bigint } | undefined;
-      const { decision, votes } = await fanOut(
+      const { decision, votes, rest } = await fanOut(
         this.#nodes.length,
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
@@ -75,7 +75,9 @@ export class QuorumStore implements Store {
           if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won?.hold &&
             vote.value.leaseToken <= won.token) {
             nodeTokens[vote.node] = vote.value.ref.token;
-          } else this.#abandonOn(vote.node, call);
+            return undefined;
+          }
+          return this.#store(vote.node).abandon(call).catch(() => {});
         },
       );
       for (const v of votes) {
@@ -95,7 +97,10 @@ export class QuorumStore implements Store {
         }
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
       }
-      await this.#undo(votes, call);
+      // Every vote of a round that did not win is given back, the late ones too, before the caller
+      // sends this hold id again: a give-back that landed after the next round's acquire on its
+      // node would delete the hold that round counts there.
+      await Promise.all([this.#undo(votes, call), rest]);
       if (decision.outcome === "busy") return { status: "busy", waitMs: decision.waitMs, position: -1, counter: 0n };
       if (decision.outcome === "gone") return { status: "gone" };
       if (decision.outcome === "conflict") return { status: "conflict", limit: decision.limit };

@@ -16,27 +16,40 @@ export const majorityOf = (n: number): number => Math.floor(n / 2) + 1;
 
 /**
  * Runs `op` on every node at once. Settles as soon as `decide(votesSoFar)` returns a decision, or
- * when every node has answered; each vote that arrives after that goes to `late`.
+ * when every node has answered; each vote that arrives after that goes to `late`. `rest` settles
+ * once every node has answered and what `late` returned has settled: a caller about to send the
+ * same operation again waits for it, so no late reply's follow-up lands after the next round.
  */
 export function fanOut<T, D>(
   count: number,
   op: (node: number) => Promise<T>,
   decide: (votes: readonly Vote<T>[], all: boolean) => D | undefined,
-  late: (vote: Vote<T>) => void = () => {},
-): Promise<{ decision: D; votes: Vote<T>[] }> {
+  late: (vote: Vote<T>) => Promise<unknown> | void = () => {},
+): Promise<{ decision: D; votes: Vote<T>[]; rest: Promise<void> }> {
+  let everyVote: () => void = () => {};
+  const tails: Promise<unknown>[] = [];
+  const rest = new Promise<void>((resolve) => { everyVote = resolve; }).then(() => Promise.allSettled(tails)).then(() => undefined);
   return new Promise((resolve) => {
     const votes: Vote<T>[] = [];
     let settled = false;
+    let received = 0;
     const collect = (vote: Vote<T>): void => {
-      if (settled) return late(vote);
-      votes.push(vote);
-      const all = votes.length === count;
-      const decision = decide(votes, all);
-      if (decision === undefined && !all) return;
-      settled = true;
-      // In the nodes' order, as errors list them.
-      const ordered = [...votes].sort((a, b) => a.node - b.node);
-      resolve({ decision: decision ?? (decide(ordered, true) as D), votes: ordered });
+      received++;
+      if (settled) {
+        const tail = late(vote);
+        if (tail) tails.push(tail);
+      } else {
+        votes.push(vote);
+        const all = votes.length === count;
+        const decision = decide(votes, all);
+        if (decision !== undefined || all) {
+          settled = true;
+          // In the nodes' order, as errors list them.
+          const ordered = [...votes].sort((a, b) => a.node - b.node);
+          resolve({ decision: decision ?? (decide(ordered, true) as D), votes: ordered, rest });
+        }
+      }
+      if (received === count) everyVote();
     };
     for (let node = 0; node < count; node++) {
       op(node).then(

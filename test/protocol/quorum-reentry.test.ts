@@ -11,9 +11,11 @@ import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
 import { eventually } from "../helpers/fixtures.js";
 import { startPrimaries, type RedisServer } from "../helpers/redis-topology.js";
 
-describe("quorum mode: re-entry and tokens", () => {
+describe("quorum mode: rounds, re-entry and tokens", () => {
   let nodes: RedisServer[] = [];
   let proxies: RespProxy[] = [];
+  /** The connections of the latest quorum(), node by node. */
+  let links: Redis[] = [];
   const closers: (() => Promise<unknown> | void)[] = [];
   before(async () => { nodes = await startPrimaries(5); });
   afterEach(async () => {
@@ -24,7 +26,7 @@ describe("quorum mode: re-entry and tokens", () => {
   after(() => Promise.all(nodes.map((n) => n.stop())));
 
   /** A quorum Surelock whose every node link goes through a fault proxy. */
-  async function quorum(options: { ttl?: number; counterRetention?: number } = {}): Promise<Surelock> {
+  async function quorum(options: { ttl?: number; counterRetention?: number; commandTimeout?: number } = {}): Promise<Surelock> {
     proxies = await Promise.all(nodes.map((n, i) => startRespProxy(n, `n${i}`)));
     const clients = proxies.map((p) => {
       const c = new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 50 });
@@ -32,7 +34,12 @@ describe("quorum mode: re-entry and tokens", () => {
       return c;
     });
     await Promise.all(clients.map((c) => (c.status === "ready" ? undefined : new Promise((resolve) => c.once("ready", resolve)))));
-    const locks = new Surelock({ redis: clients, ttl: options.ttl ?? 10_000, ...(options.counterRetention && { counterRetention: options.counterRetention }) });
+    links = clients;
+    const locks = new Surelock({
+      redis: clients, ttl: options.ttl ?? 10_000,
+      ...(options.counterRetention && { counterRetention: options.counterRetention }),
+      ...(options.commandTimeout && { commandTimeout: options.commandTimeout }),
+    });
     closers.push(() => clients.forEach((c) => c.disconnect()), () => locks.close());
     return locks;
   }
@@ -43,6 +50,54 @@ describe("quorum mode: re-entry and tokens", () => {
     for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i] as string] = flat[i + 1] as string;
     return out;
   };
+
+  /** Script calls a node ran to the end (EVAL and EVALSHA, less those that failed, e.g. NOSCRIPT). */
+  const scriptsRun = async (n: RedisServer): Promise<number> => {
+    const stats = await n.info("commandstats");
+    let done = 0;
+    for (const command of ["eval", "evalsha"]) {
+      const entry = stats[`cmdstat_${command}`] ?? "";
+      const field = (name: string): number => Number(entry.match(new RegExp(`${name}=(\\d+)`))?.[1] ?? 0);
+      done += field("calls") - field("failed_calls") - field("rejected_calls");
+    }
+    return done;
+  };
+
+  it("a round that lost gives back every vote, the late ones too, before the same hold is tried again", async () => {
+    // A slow node's vote for a lost round arrives after the decision. Its give-back must reach the
+    // node before the next round's acquire of the same hold id, or it deletes the hold that round
+    // counts there: the lease would believe in a node that no longer holds it.
+    const locks = await quorum({ commandTimeout: 5_000 });
+    const key = "rounds";
+    const others = await Promise.all([0, 1, 2].map(async (i) => {
+      const c = new Redis({ port: (nodes[i] as RedisServer).port, host: (nodes[i] as RedisServer).host });
+      const single = new Surelock({ redis: c, ttl: 10_000 });
+      closers.push(() => c.disconnect(), () => single.close());
+      return single.mutex(key).acquire();
+    }));
+    const slow = proxies[4] as RespProxy;
+    await Promise.all([3, 4].map((i) => (nodes[i] as RedisServer).command("CONFIG", "RESETSTAT")));
+    slow.blackhole();
+    const acquiring = locks.mutex(key).acquire({ timeout: 30_000 });
+    // Round one: nodes 0-2 are held by others (busy), node 3 said yes and is given back; node 4's
+    // vote is on the wire.
+    await eventually(async () => (await scriptsRun(nodes[3] as RedisServer)) >= 2 && (await holdOn(nodes[3] as RedisServer, key)).h === undefined,
+      5_000, "node 3's yes given back");
+    await Promise.all(others.map((lease) => lease.release()));
+    slow.heal("deliver");
+    const lease = await acquiring;
+    // Everything A sent node 4 has run: the replies of the delivered calls came before the first
+    // PING's, so whatever follow-up they caused was written before the second PING.
+    const link = links[4] as Redis;
+    await link.ping();
+    await new Promise((resolve) => setImmediate(resolve));
+    await link.ping();
+    const holds = await Promise.all(nodes.map((n) => holdOn(n, key)));
+    assert.ok(lease.held);
+    assert.deepEqual(holds.map((h) => h.h), holds.map(() => holds[0]?.h), "every node holds the lease's hold, node 4 included");
+    assert.notEqual(holds[0]?.h, undefined);
+    await lease.release();
+  });
 
   it("a re-entry after a minority node missed the first acquire: counted on the majority, never founded on the node that missed it", async () => {
     const locks = await quorum();

@@ -1,0 +1,139 @@
+/**
+ * The voting rules of quorum mode, on made-up votes: what a majority decides, when a vote is still
+ * open, and that a fan-out tells when every node has answered. No servers: the rules are pure.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { AcquireResult, HoldState, LockTarget, ReleaseResult } from "../../src/store/types.js";
+import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, undecided, type Vote } from "../../src/quorum/votes.js";
+
+const target = { family: "exclusive", keys: {} } as unknown as LockTarget;
+const yes = (node: number, hold: string, token: bigint, entered = false): Vote<AcquireResult> => ({
+  node, ok: true, value: { status: entered ? "entered" : "founded", ref: { target, hold, token }, pttlMs: 1_000, leaseToken: token },
+});
+const busy = (node: number, waitMs: number): Vote<AcquireResult> => ({ node, ok: true, value: { status: "busy", waitMs, position: -1, counter: 0n } });
+const gone = (node: number): Vote<AcquireResult> => ({ node, ok: true, value: { status: "gone" } });
+const down = <T>(node: number): Vote<T> => ({ node, ok: false, error: new Error("timed out") });
+const said = <T>(node: number, value: T): Vote<T> => ({ node, ok: true, value });
+
+describe("quorum votes: majorities", () => {
+  it("a majority is more than half of the nodes", () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(majorityOf), [1, 2, 2, 3, 3, 4, 4]);
+  });
+
+  it("undecided while the missing nodes could still tip the count either way", () => {
+    assert.equal(undecided([said(0, 1), said(1, 1)], 5, 2), true, "2 yes, 3 missing");
+    assert.equal(undecided([said(0, 1), said(1, 1), said(2, 1)], 5, 3), false, "a majority said yes");
+    assert.equal(undecided([said(0, 0), said(1, 0), said(2, 0)], 5, 0), false, "3 no: 2 missing cannot make 3");
+    assert.equal(undecided([said(0, 0), down(1), down(2)], 5, 0), true, "too few answered to tell");
+  });
+});
+
+describe("quorum votes: acquire", () => {
+  it("wins with the fastest majority when their tokens agree", () => {
+    const d = decideAcquire([yes(0, "h", 7n), yes(2, "h", 7n), yes(3, "h", 7n)], 5, false);
+    assert.deepEqual(d, { outcome: "won", hold: "h", token: 7n, entered: false });
+  });
+
+  it("waits for every node when tokens disagree, then takes the largest", () => {
+    const some = [yes(0, "h", 7n), yes(1, "h", 9n), yes(2, "h", 7n)];
+    assert.equal(decideAcquire(some, 5, false), undefined);
+    const all = [...some, busy(3, 50), down<AcquireResult>(4)];
+    assert.deepEqual(decideAcquire(all, 5, true), { outcome: "won", hold: "h", token: 9n, entered: false });
+  });
+
+  it("a re-entry counts as entered only where a majority entered", () => {
+    const d = decideAcquire([yes(0, "h", 3n, true), yes(1, "h", 3n, true), yes(2, "h", 3n)], 5, false);
+    assert.deepEqual(d, { outcome: "won", hold: "h", token: 3n, entered: false });
+  });
+
+  it("a split: yes votes that can no longer make a majority", () => {
+    assert.deepEqual(decideAcquire([busy(0, 10), busy(1, 10), busy(2, 10), yes(3, "h", 1n)], 5, false), { outcome: "split" });
+    assert.equal(decideAcquire([busy(0, 10), yes(3, "h", 1n)], 5, false), undefined, "still open");
+  });
+
+  it("busy waits until enough holders' leases would have run out", () => {
+    assert.deepEqual(decideAcquire([busy(0, 300), busy(1, 100), busy(2, 200)], 5, false), { outcome: "busy", waitMs: 300 });
+    assert.deepEqual(decideAcquire([busy(0, 300), busy(1, 100), busy(2, 200), busy(3, 50), busy(4, 400)], 5, true),
+      { outcome: "busy", waitMs: 200 });
+  });
+
+  it("gone when a majority no longer has the hold to re-enter", () => {
+    assert.deepEqual(decideAcquire([gone(0), gone(1), gone(2)], 5, false), { outcome: "gone" });
+  });
+
+  it("a conflicting semaphore limit is reported with the stored limit", () => {
+    const conflict: Vote<AcquireResult> = { node: 1, ok: true, value: { status: "conflict", limit: 4 } };
+    assert.deepEqual(decideAcquire([busy(0, 1), conflict, busy(2, 1)], 3, true), { outcome: "conflict", limit: 4 });
+  });
+
+  it("unreachable only once every node answered and too few could", () => {
+    const votes = [down<AcquireResult>(0), down<AcquireResult>(1), busy(2, 1)];
+    assert.equal(decideAcquire(votes.slice(0, 2), 3, false), undefined);
+    assert.deepEqual(decideAcquire(votes, 3, true), { outcome: "unreachable" });
+  });
+});
+
+describe("quorum votes: release and hold state", () => {
+  const r = (status: ReleaseResult["status"]): ReleaseResult => (status === "freed" ? { status, grants: [] } : { status } as ReleaseResult);
+
+  it("released by a majority; held if any of them still has entries", () => {
+    assert.deepEqual(decideRelease([said(0, r("released")), said(1, r("freed")), said(2, r("released"))], 5), { status: "released" });
+    assert.deepEqual(decideRelease([said(0, r("released")), said(1, r("held")), said(2, r("released"))], 5), { status: "held" });
+  });
+
+  it("taken only when a majority saw another hold; open while the rest could tip it", () => {
+    assert.equal(decideRelease([said(0, r("taken")), said(1, r("released")), down(2)], 3), undefined);
+    assert.deepEqual(decideRelease([said(0, r("taken")), said(1, r("taken")), said(2, r("released"))], 3), { status: "taken" });
+    assert.deepEqual(decideRelease([said(0, r("gone")), said(1, r("taken")), said(2, r("released"))], 3), { status: "gone" });
+  });
+
+  it("a hold's state: held by a majority, taken, gone, or open", () => {
+    const h = (...s: HoldState[]): Vote<HoldState>[] => s.map((v, i) => said(i, v));
+    assert.equal(decideHold(h("held", "held", "gone"), 3), "held");
+    assert.equal(decideHold(h("taken", "taken", "held"), 3), "taken");
+    assert.equal(decideHold(h("gone", "taken", "held"), 3), "gone");
+    assert.equal(decideHold([said<HoldState>(0, "held"), down<HoldState>(1)], 3), undefined);
+  });
+});
+
+describe("quorum votes: fan-out", () => {
+  /** A node's answer, released by the test. */
+  const deferred = <T>(): { promise: Promise<T>; resolve: (value: T) => void } => {
+    let resolve: (value: T) => void = () => {};
+    const promise = new Promise<T>((r) => { resolve = r; });
+    return { promise, resolve };
+  };
+
+  it("settles at the decision, hands later votes to `late`, and `rest` waits for every vote and what `late` started", async () => {
+    const answers = [deferred<number>(), deferred<number>(), deferred<number>()];
+    const lateWork = deferred<void>();
+    const seen: string[] = [];
+    const out = await (async () => {
+      const pending = fanOut(3, (i) => (answers[i] as { promise: Promise<number> }).promise,
+        (votes) => (votes.filter((v) => v.ok).length >= 2 ? "decided" : undefined),
+        (vote) => { seen.push(`late ${vote.node}`); return lateWork.promise.then(() => { seen.push("late work done"); }); });
+      answers[0]?.resolve(1);
+      answers[2]?.resolve(1);
+      return pending;
+    })();
+    assert.equal(out.decision, "decided");
+    assert.deepEqual(out.votes.map((v) => v.node), [0, 2]);
+    let restDone = false;
+    void out.rest.then(() => { restDone = true; seen.push("rest"); });
+    answers[1]?.resolve(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(seen, ["late 1"], "the straggler went to `late`; `rest` waits for what it started");
+    assert.equal(restDone, false);
+    lateWork.resolve();
+    await out.rest;
+    assert.deepEqual(seen, ["late 1", "late work done", "rest"]);
+  });
+
+  it("an undecided fan-out settles when every node answered, errors as votes", async () => {
+    const out = await fanOut(2, (i) => (i === 0 ? Promise.resolve("a") : Promise.reject(new Error("down"))), () => undefined as string | undefined);
+    assert.equal(out.decision, undefined);
+    assert.deepEqual(out.votes.map((v) => v.ok), [true, false]);
+    await out.rest;
+  });
+});
