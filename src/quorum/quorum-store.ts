@@ -16,7 +16,7 @@ import type {
   AcquireCall, AcquireResult, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
 } from "../store/types.js";
 import { NodeSubscriber } from "./node-subscriber.js";
-import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, type Vote } from "./votes.js";
+import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type Vote } from "./votes.js";
 
 /**
  * When the answers cannot decide (a blip: a timeout, a reconnect), the question is asked again
@@ -57,6 +57,7 @@ export class QuorumStore implements Store {
   }
 
   async acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult> {
+    const need = this.#need(call.target);
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
@@ -65,7 +66,7 @@ export class QuorumStore implements Store {
         this.#nodes.length,
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
-          const d = decideAcquire(sofar, this.#nodes.length, all);
+          const d = decideAcquire(sofar, this.#nodes.length, all, need);
           if (d?.outcome === "won") won = { hold: d.hold, token: d.token };
           return d;
         },
@@ -87,12 +88,12 @@ export class QuorumStore implements Store {
       }
       if (decision.outcome === "won") {
         const ref: HoldRef = { target: call.target, hold: decision.hold, token: decision.token, nodeTokens };
-        if (await this.#raise(call, ref)) {
-          // The hold lives while a majority of its nodes do: until the majority-th latest expiry.
+        if (await this.#raise(call, ref, need)) {
+          // The hold lives while `need` of its nodes do: until the need-th latest expiry.
           const pttls = votes.flatMap((v) => (v.ok && "ref" in v.value && v.value.ref.hold === won?.hold ? [v.value.pttlMs] : []))
             .sort((a, b) => b - a);
           return {
-            status: decision.entered ? "entered" : "founded", ref, pttlMs: pttls[majorityOf(this.#nodes.length) - 1] ?? 0, leaseToken: decision.token,
+            status: decision.entered ? "entered" : "founded", ref, pttlMs: pttls[need - 1] ?? 0, leaseToken: decision.token,
           };
         }
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
@@ -142,7 +143,7 @@ export class QuorumStore implements Store {
     return items.map((item, index) => {
       if (item.kind === "renew") {
         const states = votes.map((v): Vote<HoldState> => (v.ok ? { node: v.node, ok: true, value: v.value[index] as HoldState } : v));
-        return decideHold(states, this.#nodes.length) ?? "gone";
+        return decideHold(states, this.#nodes.length, this.#need(item.ref.target)) ?? "gone";
       }
       // No node grants in quorum mode: the waiter is told when it may attempt.
       const turn = votes.some((v) => v.ok && typeof v.value[index] === "object" && (v.value[index] as { status: string }).status === "turn");
@@ -151,8 +152,9 @@ export class QuorumStore implements Store {
   }
 
   async check(ref: HoldRef): Promise<HoldState> {
-    const votes = await this.#ask((i) => this.#store(i).check(this.#on(i, ref)), (v) => decideHold(v, this.#nodes.length));
-    const decided = decideHold(votes, this.#nodes.length);
+    const need = this.#need(ref.target);
+    const votes = await this.#ask((i) => this.#store(i).check(this.#on(i, ref)), (v) => decideHold(v, this.#nodes.length, need));
+    const decided = decideHold(votes, this.#nodes.length, need);
     if (decided) return decided;
     throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
   }
@@ -181,9 +183,9 @@ export class QuorumStore implements Store {
 
   /**
    * Raises the counters of the nodes that issued a smaller token than the chosen one. A node that
-   * cannot be raised does not count; returns whether a majority still holds the hold.
+   * cannot be raised does not count; returns whether `need` nodes still hold the hold.
    */
-  async #raise(call: AcquireCall, ref: HoldRef): Promise<boolean> {
+  async #raise(call: AcquireCall, ref: HoldRef, need: number): Promise<boolean> {
     const tokens = ref.nodeTokens ?? [];
     const behind = tokens.flatMap((t, i) => (t > 0n && t < ref.token ? [i] : []));
     if (behind.length === 0) return true;
@@ -193,7 +195,13 @@ export class QuorumStore implements Store {
       tokens[i] = 0n;
       this.#abandonOn(i, call);
     });
-    return tokens.filter((t) => t > 0n).length >= majorityOf(this.#nodes.length);
+    return tokens.filter((t) => t > 0n).length >= need;
+  }
+
+  /** How many nodes must hold a hold of `target`: a majority, more for a semaphore (votes.ts). */
+  #need(target: LockTarget): number {
+    const n = this.#nodes.length;
+    return target.family === "shared" && target.limit > 0 ? quorumOf(n, target.limit) : majorityOf(n);
   }
 
   /** Gives back every yes vote of a failed attempt, and waits for it (each bounded by its node's timeout). */

@@ -15,6 +15,15 @@ export type Vote<T> =
 export const majorityOf = (n: number): number => Math.floor(n / 2) + 1;
 
 /**
+ * How many of N nodes must hold a permit of a semaphore of `limit` permits: more than N·L/(L+1).
+ * Majorities intersect, which keeps one holder of a mutex; they do not keep L holders of a
+ * semaphore: with 3 nodes and 2 permits, holders on nodes {0,1}, {1,2} and {0,2} fill no node
+ * beyond 2, yet each has a majority. L+1 holders on q nodes each need (L+1)·q permits, more than
+ * the N·L the nodes have, only when q > N·L/(L+1). For L = 1 that is a majority.
+ */
+export const quorumOf = (n: number, limit: number): number => Math.floor((n * limit) / (limit + 1)) + 1;
+
+/**
  * Runs `op` on every node at once. Settles as soon as `decide(votesSoFar)` returns a decision, or
  * when every node has answered; each vote that arrives after that goes to `late`. `rest` settles
  * once every node has answered and what `late` returned has settled: a caller about to send the
@@ -78,8 +87,8 @@ export type AcquireDecision =
  * Decides an acquire from the votes so far; undefined while it is still open. A majority of yes
  * votes for one hold wins at once; it is lost as soon as the missing votes could not make one.
  */
-export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, all: boolean): AcquireDecision | undefined {
-  const m = majorityOf(n);
+export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, all: boolean, need = majorityOf(n)): AcquireDecision | undefined {
+  const m = need;
   const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean }>();
   for (const v of votes) {
     if (!v.ok || (v.value.status !== "founded" && v.value.status !== "entered")) continue;
@@ -107,7 +116,7 @@ export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, 
     const first = answered.find((v) => v.ok && v.value.status === "conflict");
     if (first?.ok && first.value.status === "conflict") return { outcome: "conflict", limit: first.value.limit };
   }
-  if (count("gone") >= m) return { outcome: "gone" };
+  if (count("gone") >= majorityOf(n)) return { outcome: "gone" };
   // Too few nodes answer to ever decide: wait for the rest (each bounded by its timeout), so the
   // error can say what every node answered.
   if (answered.length + missing < m) return all ? { outcome: "unreachable" } : undefined;
@@ -130,21 +139,23 @@ export function decideRelease(votes: readonly Vote<ReleaseResult>[], n: number):
   return taken >= m ? { status: "taken" } : { status: "gone" };
 }
 
-/** A hold's state on N nodes: held by a majority, taken if a majority saw another hold, else gone. */
-export function decideHold(votes: readonly Vote<HoldState>[], n: number): HoldState | undefined {
-  const m = majorityOf(n);
+/**
+ * A hold's state on N nodes: held by `need` of them (a majority, or a semaphore's quorumOf), taken
+ * if a majority saw another hold, else gone.
+ */
+export function decideHold(votes: readonly Vote<HoldState>[], n: number, need = majorityOf(n)): HoldState | undefined {
   const held = votes.filter((v) => v.ok && v.value === "held").length;
-  if (held >= m) return "held";
-  if (undecided(votes, n, held)) return undefined;
-  return votes.filter((v) => v.ok && v.value === "taken").length >= m ? "taken" : "gone";
+  if (held >= need) return "held";
+  if (undecided(votes, n, held, need)) return undefined;
+  return votes.filter((v) => v.ok && v.value === "taken").length >= majorityOf(n) ? "taken" : "gone";
 }
 
 /**
  * Too few answers to tell yes from no: the nodes that did not answer could still make a majority
  * either way. That calls for asking again, or a QuorumError, never a verdict.
  */
-export function undecided(votes: readonly Vote<unknown>[], n: number, yes: number): boolean {
-  const m = majorityOf(n);
+export function undecided(votes: readonly Vote<unknown>[], n: number, yes: number, need = majorityOf(n)): boolean {
+  const m = need;
   const answered = votes.filter((v) => v.ok).length;
   const missing = n - answered;
   return answered < m || (yes < m && yes + missing >= m);

@@ -173,6 +173,26 @@ void describe("quorum mode: shared primitives", () => {
     await two.release();
   });
 
+  void it("a semaphore permit needs more than a majority (4 of 5 nodes for 2 permits): never granted on 3, a mutex still is", async () => {
+    // Three holders on {0,1,2}, {2,3,4} and {0,1,3} would each have a majority of five while no
+    // node held more than two permits: a majority cannot keep a semaphore's limit.
+    const locks = quorum(10_000, { commandTimeout: 300 });
+    await kill([3, 4]);
+    const sem = locks.semaphore("lease:sem-quorum", { permits: 2 });
+    await assert.rejects(sem.tryAcquire(), (e: unknown) => e instanceof QuorumError);
+    assert.deepEqual(await heldOn(nodes.slice(0, 3), "lease:sem-quorum"), [0, 0, 0], "nothing left where it was refused");
+    const lease = await locks.mutex("lease:mutex-quorum").tryAcquire();
+    assert.ok(lease, "a mutex needs only a majority");
+    await lease.release();
+    await restoreAll(nodes, clients);
+    const one = await sem.tryAcquire();
+    const two = await sem.tryAcquire();
+    assert.ok(one && two, "with every node up, both permits");
+    assert.equal(await sem.tryAcquire(), null);
+    await one.release();
+    await two.release();
+  });
+
   void it("read locks share, a write lock excludes them", async () => {
     const locks = quorum(10_000);
     const rw = locks.readWriteLock("lease:rw");

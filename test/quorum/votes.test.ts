@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { AcquireResult, HoldState, LockTarget, ReleaseResult } from "../../src/store/types.js";
-import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, undecided, type Vote } from "../../src/quorum/votes.js";
+import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, quorumOf, undecided, type Vote } from "../../src/quorum/votes.js";
 
 const target = { family: "exclusive", keys: {} } as unknown as LockTarget;
 const yes = (node: number, hold: string, token: bigint, entered = false): Vote<AcquireResult> => ({
@@ -19,6 +19,36 @@ const said = <T>(node: number, value: T): Vote<T> => ({ node, ok: true, value })
 describe("quorum votes: majorities", () => {
   it("a majority is more than half of the nodes", () => {
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(majorityOf), [1, 2, 2, 3, 3, 4, 4]);
+  });
+
+  it("a semaphore of L permits needs more than N·L/(L+1) nodes: the least count that L+1 holders cannot all reach", () => {
+    for (let n = 1; n <= 9; n++) {
+      for (let limit = 1; limit <= 6; limit++) {
+        const q = quorumOf(n, limit);
+        if (limit === 1) assert.equal(q, majorityOf(n), "one permit: a majority");
+        assert.ok(q <= n + 1);
+        // Safe: L+1 holders on q nodes each would need more permits than the nodes have.
+        assert.ok((limit + 1) * q > n * limit, `n=${n} L=${limit} q=${q}`);
+        // Tight: with one node fewer, L+1 holders fit, laid out round the ring.
+        const fewer = q - 1;
+        if (fewer >= 1 && fewer <= n) {
+          const used = new Array<number>(n).fill(0);
+          for (let h = 0; h <= limit; h++) for (let j = 0; j < fewer; j++) used[(h * fewer + j) % n]! += 1;
+          assert.ok(used.every((u) => u <= limit), `n=${n} L=${limit}: ${limit + 1} holders on ${fewer} nodes each fit`);
+        }
+      }
+    }
+    assert.deepEqual([quorumOf(3, 2), quorumOf(5, 2), quorumOf(5, 3), quorumOf(5, 4), quorumOf(7, 2)], [3, 4, 4, 5, 5]);
+  });
+
+  it("a semaphore's acquire and hold are decided with its larger quorum", () => {
+    const three = [yes(0, "h", 1n), yes(1, "h", 1n), yes(2, "h", 1n)];
+    assert.equal(decideAcquire(three, 5, false, 4), undefined, "3 of 5 is not enough for 2 permits");
+    assert.deepEqual(decideAcquire([...three, busy(3, 10), busy(4, 10)], 5, true, 4), { outcome: "split" });
+    assert.deepEqual(decideAcquire([...three, yes(4, "h", 1n)], 5, false, 4), { outcome: "won", hold: "h", token: 1n, entered: false });
+    const held = (k: number): Vote<HoldState>[] => Array.from({ length: 5 }, (_, i) => said<HoldState>(i, i < k ? "held" : "gone"));
+    assert.equal(decideHold(held(3), 5, 4), "gone");
+    assert.equal(decideHold(held(4), 5, 4), "held");
   });
 
   it("undecided while the missing nodes could still tip the count either way", () => {
