@@ -2,7 +2,9 @@
 //
 //   node scripts/run-tests.mjs [--reporter NAME] [path-substring ...]
 //
-// A path substring runs a subset (`node scripts/run-tests.mjs test/lease`). People get a compact
+// A path substring runs a subset (`node scripts/run-tests.mjs test/lease`). A whole run measures
+// coverage of src/ (c8, remapped to the TypeScript sources, child processes included) and fails
+// below the floor in .c8rc.json; `--no-coverage` or a subset skips it. People get a compact
 // report (scripts/test-reporter.mjs: one line per suite, failures in full, a closing count);
 // `--reporter spec` (every test) or `tap` picks one of Node's instead. Every run also writes
 // JUnit XML to .test-results/junit.xml (gitignored) for CI and tools.
@@ -18,11 +20,13 @@ const walk = (dir) =>
 
 const args = process.argv.slice(2);
 let reporter = "./scripts/test-reporter.mjs";
+let coverage = true;
 const filters = [];
 for (let i = 0; i < args.length; i++) {
   const arg = args[i];
   if (arg === "--reporter") reporter = args[++i] ?? reporter;
   else if (arg.startsWith("--reporter=")) reporter = arg.slice("--reporter=".length);
+  else if (arg === "--no-coverage") coverage = false;
   else filters.push(arg);
 }
 
@@ -38,9 +42,12 @@ mkdirSync(results, { recursive: true });
 // Two files at a time: the machine has two cores, and fault tests are sensitive to starvation.
 // A file may run up to 10 minutes: the torture regressions and the model checks take a few.
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+const measured = coverage && filters.length === 0;
+if (measured) rmSync("coverage", { recursive: true, force: true });
 const result = spawnSync(
   process.execPath,
   [
+    ...(measured ? [join("node_modules", "c8", "bin", "c8.js"), "--check-coverage", process.execPath] : []),
     "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000",
     `--test-reporter=${reporter}`, "--test-reporter-destination=stdout",
     "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,

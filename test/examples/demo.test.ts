@@ -112,12 +112,14 @@ const OUTCOMES: Record<StrategyName, (s: StrategyResult) => void> = {
     assert.equal(s.locksWithoutTtl, 0);
   },
   "get-then-del"(s) {
-    // Exactly one: the woken holder deleted one lock, and later releases check their owner.
+    // One for the injected pause: the woken holder deleted one lock. Every later release has the
+    // same window between its GET and its DEL, which only a process stalled past its ttl there
+    // (an overloaded machine) hits again; each such hit adds one of each.
     assert.equal(s.fault?.held?.point, "before-write");
-    assert.equal(s.staleWrites, 1);
-    assert.equal(s.salesUndone, 1);
-    assert.equal(s.oversold, 1);
-    assert.equal(s.doubleHolders, 2, "the woken holder, and the holder whose lock it deleted");
+    assert.ok(s.staleWrites >= 1, `stale ${s.staleWrites}`);
+    assert.equal(s.salesUndone, s.staleWrites);
+    assert.equal(s.oversold, s.salesUndone);
+    assert.ok((s.doubleHolders ?? 0) >= 2, `double holders ${s.doubleHolders}: the woken holder, and the holder whose lock it deleted`);
     assert.equal(s.locksWithoutTtl, 0);
   },
   surelock(s) {
