@@ -1,9 +1,8 @@
 /** Picks the adapter for whatever client the user passed. */
 import { InvalidArgumentError } from "../errors.js";
 import { IoredisAdapter, isIoredis } from "./ioredis.js";
-import {
-  isNodeRedis, isNodeRedisCluster, isNodeRedisSentinel, NodeRedisAdapter, NodeRedisClusterAdapter, NodeRedisSentinelAdapter,
-} from "./node-redis.js";
+import { isNodeRedis, isNodeRedisCluster, isNodeRedisSentinel, NodeRedisAdapter, NodeRedisSentinelAdapter } from "./node-redis.js";
+import { NodeRedisClusterAdapter } from "./node-redis-cluster.js";
 import type { RedisAdapter } from "./types.js";
 
 /** An ioredis `Redis` or `Cluster` (Sentinel-backed too), as surelock recognises it. */

@@ -8,7 +8,8 @@
 import type { RedisAdapter, RedisArg, RedisSubscriber } from "../adapters/types.js";
 import { deliverLater } from "./activity.js";
 import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Fault, type Interceptor } from "./faults.js";
-import { MemoryRedisServer, type MemoryRedisServerOptions, type MessageSink, type ServerConnection } from "./memory-redis.js";
+import { MemoryRedisServer, type MemoryRedisServerOptions, type ServerConnection } from "./memory-redis.js";
+import type { MessageSink } from "./redis/pubsub.js";
 import { ErrorReply, StatusReply, type Reply } from "./redis/reply.js";
 import { sha1hex } from "./redis/scripting.js";
 

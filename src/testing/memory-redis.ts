@@ -8,17 +8,12 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { CommandContext, CommandSpec, ConnectionView, ServerView } from "./redis/command.js";
-import { hashCommands } from "./redis/commands/hashes.js";
-import { keyCommands } from "./redis/commands/keys.js";
-import { listCommands } from "./redis/commands/lists.js";
-import { serverCommands } from "./redis/commands/server.js";
-import { setCommands } from "./redis/commands/sets.js";
-import { streamCommands } from "./redis/commands/streams.js";
-import { stringCommands } from "./redis/commands/strings.js";
-import { zsetCommands } from "./redis/commands/zsets.js";
+import { lookupCommand, NOSCRIPT_EXTRA } from "./redis/command-table.js";
 import { Keyspace } from "./redis/keyspace.js";
+import { PubSub, type MessageSink } from "./redis/pubsub.js";
 import { CommandError, ErrorReply, OK, QUEUED, type Reply } from "./redis/reply.js";
 import { ScriptEngine } from "./redis/scripting.js";
+import { infoText } from "./redis/server-info.js";
 
 /** A source of time in ms. Only differences matter, unless `epochMs` is left to its default. */
 export interface Clock {
@@ -56,11 +51,6 @@ const DEFAULT_CONFIG: Record<string, string> = {
   databases: "16",
 };
 
-/** Who receives published messages: the adapter's subscriber connections. */
-export interface MessageSink {
-  deliver(channel: string, message: string): void;
-}
-
 /** A client connection's state on the server. */
 export class ServerConnection implements ConnectionView {
   readonly id: number;
@@ -75,16 +65,6 @@ export class ServerConnection implements ConnectionView {
   }
 }
 
-const COMMANDS: ReadonlyMap<string, CommandSpec> = new Map(
-  [...stringCommands, ...keyCommands, ...hashCommands, ...listCommands, ...setCommands, ...zsetCommands, ...streamCommands, ...serverCommands]
-    .map((spec) => [spec.name, spec]),
-);
-
-/** Commands only a subscriber connection (the adapter's createSubscriber) may send, and the transaction commands. */
-const NOSCRIPT_EXTRA = new Set(["multi", "exec", "discard", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "psubscribe", "punsubscribe"]);
-
-const arityOk = (arity: number, argc: number): boolean => (arity >= 0 ? argc === arity : argc >= -arity);
-
 export class MemoryRedisServer {
   readonly version: string;
   readonly #clock: Clock;
@@ -92,8 +72,7 @@ export class MemoryRedisServer {
   readonly #keyspace: Keyspace;
   readonly #scripts: ScriptEngine;
   readonly #view: ServerView;
-  readonly #channels = new Map<string, Set<MessageSink>>();
-  readonly #shardChannels = new Map<string, Set<MessageSink>>();
+  readonly #pubsub = new PubSub();
   readonly #config: Map<string, string>;
   readonly #startedUs: number;
   readonly #runId = randomBytes(20).toString("hex");
@@ -124,7 +103,7 @@ export class MemoryRedisServer {
       replicas,
       timeUs: () => this.timeUs(),
       info: (sections) => this.#info(sections, replicas),
-      publish: (channel, message, sharded) => this.#publish(channel, message, sharded),
+      publish: (channel, message, sharded) => this.#pubsub.publish(channel, message, sharded),
       loadScript: (source) => this.#scripts.load(source),
       scriptExists: (sha) => this.#scripts.exists(sha),
       flushScripts: () => this.#scripts.flush(),
@@ -178,24 +157,11 @@ export class MemoryRedisServer {
 
   /** Adds `sink` to the receivers of `channel` (sharded: SPUBLISH's). */
   subscribe(sink: MessageSink, channel: string, sharded: boolean): void {
-    const map = sharded ? this.#shardChannels : this.#channels;
-    let sinks = map.get(channel);
-    if (!sinks) map.set(channel, (sinks = new Set()));
-    sinks.add(sink);
+    this.#pubsub.subscribe(sink, channel, sharded);
   }
 
   unsubscribe(sink: MessageSink, channel: string, sharded: boolean): void {
-    const map = sharded ? this.#shardChannels : this.#channels;
-    const sinks = map.get(channel);
-    sinks?.delete(sink);
-    if (sinks?.size === 0) map.delete(channel);
-  }
-
-  #publish(channel: string, message: string, sharded: boolean): number {
-    const sinks = (sharded ? this.#shardChannels : this.#channels).get(channel);
-    if (!sinks) return 0;
-    for (const sink of sinks) sink.deliver(channel, message);
-    return sinks.size;
+    this.#pubsub.unsubscribe(sink, channel, sharded);
   }
 
   #transaction(conn: ServerConnection, name: string, argv: readonly string[]): Reply {
@@ -214,35 +180,8 @@ export class MemoryRedisServer {
     return queued.map((command) => this.#dispatch(conn, command, false));
   }
 
-  /** Finds a command (or subcommand) and checks its arity; an error reply when that fails. */
-  #lookup(argv: readonly string[], inScript: boolean): CommandSpec | ErrorReply {
-    const name = (argv[0] ?? "").toLowerCase();
-    const spec = COMMANDS.get(name);
-    if (!spec) {
-      if (inScript) return new ErrorReply("ERR Unknown Redis command called from script");
-      let args = "";
-      for (const a of argv.slice(1)) {
-        if (args.length >= 128) break;
-        args += `'${a.slice(0, 128 - args.length)}' `;
-      }
-      return new ErrorReply(`ERR unknown command '${(argv[0] ?? "").slice(0, 128)}', with args beginning with: ${args}`.replace(/[\r\n]/g, " "));
-    }
-    const arityError = (n: string): ErrorReply =>
-      new ErrorReply(inScript ? "ERR Wrong number of args calling Redis command from script" : `ERR wrong number of arguments for '${n}' command`);
-    if (!arityOk(spec.arity, argv.length)) return arityError(spec.name);
-    if (!spec.subcommands) return spec;
-    const subName = `${name}|${(argv[1] ?? "").toLowerCase()}`;
-    const sub = spec.subcommands.find((s) => s.name === subName);
-    if (!sub) {
-      if (inScript) return new ErrorReply("ERR Unknown Redis command called from script");
-      return new ErrorReply(`ERR unknown subcommand '${(argv[1] ?? "").slice(0, 128)}'. Try ${name.toUpperCase()} HELP.`);
-    }
-    if (!arityOk(sub.arity, argv.length)) return arityError(sub.name);
-    return sub;
-  }
-
   #check(argv: readonly string[], inScript: boolean): ErrorReply | undefined {
-    const spec = this.#lookup(argv, inScript);
+    const spec = lookupCommand(argv, inScript);
     return spec instanceof ErrorReply ? spec : undefined;
   }
 
@@ -254,7 +193,7 @@ export class MemoryRedisServer {
       if (name === "multi" || name === "exec" || name === "discard") return this.#transaction(conn, name, argv);
       return new ErrorReply(`ERR MemoryRedis: ${name.toUpperCase()} is only available on a subscriber connection (createSubscriber)`);
     }
-    const spec = this.#lookup(argv, inScript);
+    const spec = lookupCommand(argv, inScript);
     if (spec instanceof ErrorReply) return spec;
     if (inScript && spec.flags?.includes("noscript")) return new ErrorReply("ERR This Redis command is not allowed from script");
     const ctx: CommandContext = { ks: this.#keyspace, server: this.#view, conn, now: () => this.nowMs(), inScript };
@@ -276,31 +215,9 @@ export class MemoryRedisServer {
   }
 
   #info(sections: readonly string[], replicas: number): string {
-    const all = sections.length === 0 || sections.some((s) => ["all", "default", "everything"].includes(s));
-    const want = (s: string): boolean => all || sections.includes(s);
-    const uptimeS = Math.floor((this.timeUs() - this.#startedUs) / 1e6);
-    const keys = this.#keyspace.size;
-    const usedMemory = 900_000 + keys * 100;
-    const parts: [string, Record<string, string | number>][] = [
-      ["Server", {
-        redis_version: this.version, redis_mode: "standalone", os: "MemoryRedis (in-process)", arch_bits: 64,
-        process_id: process.pid, run_id: this.#runId,
-        tcp_port: 0, server_time_usec: this.timeUs(), uptime_in_seconds: uptimeS, uptime_in_days: Math.floor(uptimeS / 86400),
-        hz: 10, executable: "memory-redis",
-      }],
-      ["Clients", { connected_clients: this.#nextClientId - 1, blocked_clients: 0 }],
-      ["Memory", {
-        used_memory: usedMemory, used_memory_human: `${(usedMemory / 1048576).toFixed(2)}M`,
-        maxmemory: this.#config.get("maxmemory") ?? "0", maxmemory_policy: this.#config.get("maxmemory-policy") ?? "noeviction",
-      }],
-      ["Persistence", { loading: 0, rdb_changes_since_last_save: 0, aof_enabled: this.#config.get("appendonly") === "yes" ? 1 : 0 }],
-      ["Stats", { total_commands_processed: this.#commandsProcessed, expired_keys: 0, evicted_keys: 0 }],
-      ["Replication", { role: "master", connected_slaves: replicas, master_repl_offset: 0 }],
-      ["Keyspace", keys > 0 ? { db0: `keys=${keys},expires=0,avg_ttl=0` } : {}],
-    ];
-    return parts
-      .filter(([title]) => want(title.toLowerCase()))
-      .map(([title, fields]) => `# ${title}\r\n${Object.entries(fields).map(([k, v]) => `${k}:${v}\r\n`).join("")}`)
-      .join("\r\n");
+    return infoText(sections, {
+      version: this.version, runId: this.#runId, timeUs: this.timeUs(), uptimeS: Math.floor((this.timeUs() - this.#startedUs) / 1e6),
+      clients: this.#nextClientId - 1, keys: this.#keyspace.size, commandsProcessed: this.#commandsProcessed, replicas, config: this.#config,
+    });
   }
 }

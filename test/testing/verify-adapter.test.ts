@@ -9,7 +9,8 @@ import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { isNoScript as endpointIsNoScript, toSurelockError } from "../../src/adapters/endpoint.js";
 import { IoredisAdapter, type IoredisLike } from "../../src/adapters/ioredis.js";
-import { NodeRedisAdapter, NodeRedisClusterAdapter, type NodeRedisClusterLike, type NodeRedisLike } from "../../src/adapters/node-redis.js";
+import { NodeRedisAdapter, type NodeRedisClusterLike, type NodeRedisLike } from "../../src/adapters/node-redis.js";
+import { NodeRedisClusterAdapter } from "../../src/adapters/node-redis-cluster.js";
 import { InvalidArgumentError, ScriptError, type AcknowledgedReply, type RedisAdapter, type RedisArg, type RedisSubscriber, type ReplicaWait } from "../../src/index.js";
 import { isErrorReply, isNoScript } from "../../src/testing/error-replies.js";
 import {

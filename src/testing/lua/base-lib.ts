@@ -1,7 +1,7 @@
 /** Lua 5.1's base functions that Redis scripts may use (no load, dofile, module or coroutines). */
 import { library, native, type Args } from "./args.js";
 import { LuaError } from "./errors.js";
-import { ScriptKilledError } from "./interpreter.js";
+import { ScriptKilledError } from "./call-stack.js";
 import { str2number, str2numberBase } from "./number.js";
 import { LuaTable, tostring, truthy, typeOf, type LuaRuntime, type LuaValue } from "./values.js";
 

@@ -1,13 +1,15 @@
 /** A small Lua 5.1 interpreter: the subset of the language and libraries Redis scripts use. */
 import { installBase } from "./base-lib.js";
-import { Interpreter, type InterpreterOptions } from "./interpreter.js";
+import type { InterpreterOptions } from "./call-stack.js";
+import { Interpreter } from "./interpreter.js";
 import { mathLibrary } from "./math-lib.js";
 import { stringLibrary } from "./string-lib.js";
 import { tableLibrary } from "./table-lib.js";
 import { LuaTable } from "./values.js";
 
-export { Interpreter, ScriptKilledError, READONLY } from "./interpreter.js";
-export type { InterpreterOptions } from "./interpreter.js";
+export { Interpreter } from "./interpreter.js";
+export { ScriptKilledError, READONLY } from "./call-stack.js";
+export type { InterpreterOptions } from "./call-stack.js";
 export { LuaError } from "./errors.js";
 export { LuaFunction, LuaTable, LuaUserdata, tostring, typeOf, truthy } from "./values.js";
 export type { LuaValue, LuaRuntime } from "./values.js";
