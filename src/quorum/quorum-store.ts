@@ -13,7 +13,8 @@ import type { Clock } from "../clock.js";
 import { QuorumError } from "../errors.js";
 import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
+  AcquireCall, AcquireResult, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult,
+  SharedTarget, Store,
 } from "../store/types.js";
 import { NodeSubscriber } from "./node-subscriber.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, type Vote } from "./votes.js";
@@ -125,6 +126,14 @@ export class QuorumStore implements Store {
     if (decided) return decided;
     throw new QuorumError(ref.target.keys.key, "release", outcomes(votes, this.#names,
       (r) => (r.status === "gone" || r.status === "taken" ? `refused (${r.status})` : undefined)));
+  }
+
+  async setPermits(target: SharedTarget, limit: number, id: string): Promise<readonly Grant[]> {
+    const applied = (votes: readonly Vote<readonly Grant[]>[]): true | undefined =>
+      (votes.filter((v) => v.ok).length >= majorityOf(this.#nodes.length) ? true : undefined);
+    const votes = await this.#ask((i) => this.#store(i).setPermits(target, limit, id), applied);
+    if (applied(votes)) return [];
+    throw new QuorumError(target.keys.key, "setPermits", outcomes(votes, this.#names, () => undefined));
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
