@@ -135,7 +135,10 @@ export class Surelock {
     return ReadWriteLock._create(this.#rt, key, ttl);
   }
 
-  /** A semaphore on `key` with `permits` permits (stored with it: every caller must agree). */
+  /**
+   * A semaphore on `key` with `permits` permits, stored with it: every caller must agree, until
+   * `setPermits()` changes the limit on purpose (then every caller follows the stored one).
+   */
   semaphore(key: string, options: SemaphoreOptions): Semaphore {
     checkKey("key", key);
     if (options === undefined) throw new InvalidArgumentError("options.permits", undefined, "an integer from 1 to 1000000");
