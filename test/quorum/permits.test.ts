@@ -5,10 +5,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { QuorumError } from "../../src/index.js";
 import { startsWaiting } from "../helpers/fixtures.js";
-import { fiveNodes, within } from "./support.js";
+import { fastClient, fiveNodes, within } from "./support.js";
 
 const five = fiveNodes();
-const { nodes, quorum, kill } = five;
+const { nodes, clients, quorum, kill } = five;
 
 const stateKey = (key: string): string => `surelock:sem:{${key}}:state`;
 const fieldOn = (key: string, field: string): Promise<string[]> =>
@@ -39,6 +39,24 @@ void describe("quorum mode: counted permits and setPermits()", () => {
     const lease = await within(5_000, "the waiter to be let in", waiting);
     await lease.release();
     await held.release();
+  });
+
+  void it("nodes that missed a setPermits() (it reached a majority) do not turn a full semaphore into a ConflictError", async () => {
+    const sem = quorum(10_000).semaphore("q:missed", { permits: 3 });
+    const holders = [await sem.acquire(), await sem.acquire()];
+    // An admin whose connections to nodes 3 and 4 are closed: its change reaches nodes 0 to 2 only.
+    const cut = [fastClient(nodes[3]!.port), fastClient(nodes[4]!.port)];
+    for (const c of cut) c.disconnect();
+    await quorum(10_000, { redis: [...clients.slice(0, 3), ...cut] }).semaphore("q:missed", { permits: 3 }).setPermits(2);
+    assert.deepEqual(await fieldOn("q:missed", "p"), ["2", "2", "2", "3", "3"]);
+    // A caller with the new number: full on the three nodes that have it; the two others answer
+    // "another limit", which is no majority: it waits, as for any full semaphore.
+    const current = quorum(10_000).semaphore("q:missed", { permits: 2 });
+    await assert.rejects(current.acquire({ timeout: 300 }), { code: "ERR_SURELOCK_TIMEOUT" });
+    await holders[0]!.release();
+    const lease = await within(5_000, "a permit once one is free", current.acquire({ timeout: 3_000 }));
+    await lease.release();
+    await holders[1]!.release();
   });
 
   void it("setPermits() is applied with two nodes down, and rejects with QuorumError with three", async () => {
