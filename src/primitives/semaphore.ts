@@ -38,11 +38,13 @@ export class Semaphore extends Lock {
   readonly #rt: Runtime;
   /** The target acquisitions send: its `limit` is the one stored when Redis has none. */
   readonly #current: { target: SharedTarget };
+  /** setPermits() calls made by this object: only the latest one's limit is adopted. */
+  #changes = 0;
 
   private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number, permits: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.semaphore()");
     const keys = rt.keys.shared(key, "sem");
-    const current = { target: { family: "shared", keys, limit: permits } as SharedTarget };
+    const current: { target: SharedTarget } = { target: { family: "shared", keys, limit: permits } };
     super(rt, {
       key,
       get target() { return current.target; },
@@ -106,9 +108,10 @@ export class Semaphore extends Lock {
     const limit = checkPositiveInt("permits", permits, MAX_PERMITS);
     const rt = this.#rt;
     rt.assertOpen();
-    const target = this.#current.target;
-    const grants = await rt.store.setPermits(target, limit, rt.ids.id());
-    this.#current.target = { ...target, limit };
+    const change = ++this.#changes;
+    const grants = await rt.store.setPermits(this.#current.target, limit, rt.ids.id());
+    // Calls overlapping on one connection are applied in the order they were made.
+    if (change === this.#changes) this.#current.target = { ...this.#current.target, limit };
     // A waiter of this process may be among those served (the announcements reach it too).
     rt.handOver(grants);
   }
