@@ -6,7 +6,7 @@ export { Lease } from "./lease/lease.js";
 export { Mutex } from "./primitives/mutex.js";
 export type { MutexOptions } from "./primitives/mutex.js";
 export { Semaphore } from "./primitives/semaphore.js";
-export type { SemaphoreOptions } from "./primitives/semaphore.js";
+export type { SemaphoreOptions, SemaphoreAcquireOptions, SemaphoreTryAcquireOptions } from "./primitives/semaphore.js";
 export { ReadWriteLock, ReadWriteSide } from "./primitives/read-write-lock.js";
 export type { ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 export type { Lockable, AcquireOptions, TryAcquireOptions, WithLockOptions, LockedWork } from "./primitives/lock.js";

@@ -112,10 +112,12 @@ export class Runtime implements LeaseRuntime {
   }
 
   /** The hold an obtained acquisition stands on: the one this process has already, or a new one. */
-  holdFor(got: Obtained, owner: string, ttlMs: number, renewing: boolean): Hold {
+  holdFor(got: Obtained, owner: string, ttlMs: number, renewing: boolean, permits: number): Hold {
     const existing = this.#holds.get(got.ref.hold);
     if (existing && !existing.lost) return existing;
-    const hold = new Hold({ ref: got.ref, owner, ttlMs, renewing, clock: this.clock, confirmed: Hold.first(got.sentAt, ttlMs), pttlMs: got.pttlMs });
+    const hold = new Hold({
+      ref: got.ref, owner, ttlMs, renewing, permits, clock: this.clock, confirmed: Hold.first(got.sentAt, ttlMs), pttlMs: got.pttlMs,
+    });
     this.#holds.set(got.ref.hold, hold);
     this.keepalive.track(hold);
     return hold;

@@ -18,7 +18,7 @@ import { QUORUM_ROUNDS, QuorumStore } from "./quorum/quorum-store.js";
 import { Runtime } from "./runtime.js";
 import { SingleStore } from "./store/single-store.js";
 import type { Store } from "./store/types.js";
-import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTtl } from "./validate.js";
+import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTtl, MAX_PERMITS } from "./validate.js";
 
 export type { RedisClient } from "./adapters/detect.js";
 export type { Clock } from "./clock.js";
@@ -135,12 +135,15 @@ export class Surelock {
     return ReadWriteLock._create(this.#rt, key, ttl);
   }
 
-  /** A semaphore on `key` with `permits` permits (stored with it: every caller must agree). */
+  /**
+   * A semaphore on `key` with `permits` permits, stored with it: every caller must agree, until
+   * `setPermits()` changes the limit on purpose (then every caller follows the stored one).
+   */
   semaphore(key: string, options: SemaphoreOptions): Semaphore {
     checkKey("key", key);
     if (options === undefined) throw new InvalidArgumentError("options.permits", undefined, "an integer from 1 to 1000000");
     const o = checkOptions<SemaphoreOptions>("options", options, ["permits", "ttl"]);
-    const permits = checkPositiveInt("options.permits", o.permits, 1_000_000);
+    const permits = checkPositiveInt("options.permits", o.permits, MAX_PERMITS);
     const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
     this.#rt.assertOpen();
     return Semaphore._create(this.#rt, key, ttl, permits);

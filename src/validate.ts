@@ -9,6 +9,8 @@ export const MIN_TTL_MS = 10;
 export const MAX_KEY_BYTES = 1024;
 export const MAX_OWNER_BYTES = 256;
 export const MAX_PREFIX_BYTES = 128;
+/** The largest limit of a semaphore. */
+export const MAX_PERMITS = 1_000_000;
 
 /**
  * A string Redis keeps as given: well-formed Unicode (a lone surrogate would become U+FFFD on the

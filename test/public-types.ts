@@ -32,6 +32,11 @@ export async function shapes(): Promise<void> {
   // @ts-expect-error: permits are required for a semaphore
   locks.semaphore("s", {});
   void [wrong, bad];
+  const several: Lease | null = await sem.tryAcquire({ permits: 2 });
+  const taken: number = (several?.permits ?? 0) + (await sem.withLock((l) => l.permits, { permits: 1, timeout: 10 }));
+  await sem.setPermits(taken + sem.permits);
+  // @ts-expect-error: only a semaphore counts permits
+  await mutex.acquire({ permits: 2 });
   const election: Election = locks.election("e", { ttl: 5_000 });
   const leadership: Lease = await election.campaign({ value: "v", timeout: 10, signal: AbortSignal.timeout(5) });
   const leader: Leader | null = await election.leader();

@@ -28,6 +28,8 @@ export class Hold {
   readonly ref: HoldRef;
   readonly key: string;
   readonly owner: string;
+  /** The semaphore permits it takes (1 for other locks). */
+  readonly permits: number;
   /** Renewed by the watchdog (false for a fixed `leaseTime`, which ends by itself). */
   readonly renewing: boolean;
   /** The ttl the watchdog renews with; `extend(ttl)` changes it. */
@@ -51,8 +53,11 @@ export class Hold {
   #lostController: AbortController | undefined;
   #sent = 0;
 
-  constructor(init: { ref: HoldRef; owner: string; ttlMs: number; renewing: boolean; clock: Clock; confirmed: Confirmation; pttlMs: number }) {
+  constructor(init: {
+    ref: HoldRef; owner: string; ttlMs: number; renewing: boolean; permits: number; clock: Clock; confirmed: Confirmation; pttlMs: number;
+  }) {
     this.ref = init.ref;
+    this.permits = init.permits;
     this.key = init.ref.target.keys.key;
     this.owner = init.owner;
     this.ttlMs = init.ttlMs;

@@ -40,6 +40,8 @@ export class Lease implements AsyncDisposable {
   readonly fencingToken: bigint;
   /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
   readonly owner: string;
+  /** How many permits of a semaphore it holds (given back together by `release()`); 1 for other locks. */
+  readonly permits: number;
   readonly #hold: Hold;
   /** How the hold sees this lease: its entry, and the signal to abort when the hold is lost. */
   readonly #watcher: HoldWatcher;
@@ -57,6 +59,7 @@ export class Lease implements AsyncDisposable {
     this.key = hold.key;
     this.fencingToken = hold.token;
     this.owner = hold.owner;
+    this.permits = hold.permits;
     this.#hold = hold;
     this.#rt = rt;
     this.#acquiredAt = rt.clock.now();

@@ -54,7 +54,6 @@ class Candidacy extends Lock {
       lockId: keys.lock,
       channel: keys.channel,
       mode: "x",
-      permits: 1,
       ttlMs,
       sharesByOwner: false,
       reentry: () => ({ kind: "fresh" }),

@@ -8,7 +8,7 @@ import { ConnectionError, DeadlockError, LockTimeoutError, QuorumError } from ".
 import { Lease } from "../lease/lease.js";
 import type { Runtime } from "../runtime.js";
 import type { AcquireCall, HoldMode, LockTarget } from "../store/types.js";
-import { checkFunction, checkOptions, checkOwner, checkSignal, checkTimeout, checkTtl } from "../validate.js";
+import { checkFunction, checkOptions, checkOwner, checkPositiveInt, checkSignal, checkTimeout, checkTtl } from "../validate.js";
 import { refusal, ticketLeaseMs, type Obtained } from "../waiting/waiting-room.js";
 import type { Section } from "../lease/sections.js";
 
@@ -70,7 +70,11 @@ export interface LockSpec {
   readonly lockId: string;
   readonly channel: string;
   readonly mode: HoldMode;
-  readonly permits: number;
+  /**
+   * A semaphore's: the largest `permits` an acquisition may ask for now (its limit). Without it,
+   * every acquisition takes one, and a `permits` option is refused.
+   */
+  readonly maxPermits?: () => number;
   readonly ttlMs: number;
   /** Whether an explicit `owner` joins the hold that owner has (mutexes and write sides). */
   readonly sharesByOwner: boolean;
@@ -82,6 +86,7 @@ interface Wanted {
   readonly signal: AbortSignal | undefined;
   readonly owner: string | undefined;
   readonly leaseTimeMs: number | undefined;
+  readonly permits: number;
 }
 
 /** The lock engine every primitive extends (not exported: the primitives are). */
@@ -148,8 +153,10 @@ export abstract class Lock implements Lockable {
   }
 
   #check(options: unknown, allowed: readonly (keyof AcquireOptions)[]): Wanted {
-    const o = checkOptions<AcquireOptions>("options", options, allowed);
+    const max = this.#spec.maxPermits;
+    const o = checkOptions<AcquireOptions & { permits?: number }>("options", options, max ? [...allowed, "permits"] : allowed);
     const wanted: Wanted = {
+      permits: o.permits === undefined || !max ? 1 : checkPositiveInt("options.permits", o.permits, max()),
       timeoutMs: o.timeout === undefined ? Infinity : checkTimeout("options.timeout", o.timeout),
       signal: o.signal === undefined ? undefined : checkSignal("options.signal", o.signal),
       owner: o.owner === undefined ? undefined : checkOwner("options.owner", o.owner),
@@ -175,7 +182,7 @@ export abstract class Lock implements Lockable {
       target: spec.target,
       ask: {
         owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : rt.ids.owner()),
-        hold, ttlMs, mode: spec.mode, permits: spec.permits,
+        hold, ttlMs, mode: spec.mode, permits: w.permits,
         ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
       },
       entry: reentry.kind === "join" ? rt.ids.id() : hold,
@@ -191,7 +198,7 @@ export abstract class Lock implements Lockable {
         if (result.status === "busy") throw new DeadlockError(this.key, "a nested acquisition found the lock held by another hold");
         if (result.status === "gone" || result.status === "conflict") {
           if (result.status === "gone") section?.lease._hold.lose("expired", "found when re-entering");
-          throw refusal(this.key, result);
+          throw refusal(this.key, result, call.ask.permits);
         }
         got = { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
       }
@@ -199,7 +206,7 @@ export abstract class Lock implements Lockable {
       if (reentry.kind !== "fresh" || got.sentAt + got.pttlMs - driftMs(got.pttlMs) > rt.clock.now()) break;
       await rt.store.abandon(call);
     }
-    const leaseHold = rt.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined);
+    const leaseHold = rt.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined, call.ask.permits);
     const lease = Lease._create(leaseHold, got.entry, rt);
     if (w.leaseTimeMs !== undefined && !got.entered && got.pttlMs < ttlMs) {
       // A release granted it with what was left of our ticket's lease (3 s at most), and nobody

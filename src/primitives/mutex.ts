@@ -29,7 +29,6 @@ export class Mutex extends Lock {
       lockId: keys.lock,
       channel: keys.channel,
       mode: "x",
-      permits: 1,
       ttlMs,
       sharesByOwner: true,
       reentry: (section) => (section ? { kind: "join", hold: section.lease._hold.ref.hold } : { kind: "fresh" }),

@@ -31,7 +31,6 @@ export class ReadWriteSide extends Lock {
       lockId: keys.state,
       channel: keys.channel,
       mode: mode === "read" ? "r" : "w",
-      permits: 1,
       ttlMs,
       sharesByOwner: mode === "write",
       reentry: mode === "read" ? readAgain : writeAgain,

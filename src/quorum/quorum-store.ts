@@ -10,10 +10,11 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { Clock } from "../clock.js";
-import { QuorumError } from "../errors.js";
+import { QuorumError, UnsupportedError } from "../errors.js";
 import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
+  AcquireCall, AcquireResult, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult,
+  SharedTarget, Store,
 } from "../store/types.js";
 import { NodeSubscriber } from "./node-subscriber.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type Vote } from "./votes.js";
@@ -131,6 +132,15 @@ export class QuorumStore implements Store {
     if (decided) return decided;
     throw new QuorumError(ref.target.keys.key, "release", outcomes(votes, this.#names,
       (r) => (r.status === "gone" || r.status === "taken" ? `refused (${r.status})` : undefined)));
+  }
+
+  /**
+   * Refused: how many nodes a permit needs depends on the limit (votes.ts, quorumOf), and nodes
+   * that missed a change would count permits under another limit than the holders' quorum assumed.
+   */
+  async setPermits(target: SharedTarget): Promise<readonly Grant[]> {
+    throw new UnsupportedError(`semaphore "${target.keys.key}": in quorum mode a semaphore's limit is fixed (the number of ` +
+      "nodes a permit needs depends on it); drain it and use another key to change it");
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {

@@ -112,7 +112,9 @@ export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, 
   if (!all && best + missing >= m) return undefined;
   const answered = votes.filter((v) => v.ok);
   const count = (status: AcquireResult["status"]): number => answered.filter((v) => v.ok && v.value.status === status).length;
-  if (count("conflict") > 0) {
+  // A conflict (another stored limit, or fewer permits than asked) counts once a majority says
+  // so: nodes may disagree for a while after a setPermits() that reached only a majority.
+  if (count("conflict") >= m) {
     const first = answered.find((v) => v.ok && v.value.status === "conflict");
     if (first?.ok && first.value.status === "conflict") return { outcome: "conflict", limit: first.value.limit };
   }

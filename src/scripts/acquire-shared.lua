@@ -7,14 +7,16 @@
 -- caller's own flow: the write hold to re-enter (mode 'w'), or the read or write hold under which
 -- a nested read (mode 'r') is let in past the queue and the writer. `keep`: how long the state
 -- outlives its last hold (ms).
--- Invariant: live holds never take more than the limit and a writer is alone but for its own
+-- Invariant: live holds never take more than the limit (unless it was lowered under them by
+-- set-permits.lua: then nothing new is founded until they fit) and a writer is alone but for its own
 -- flow's reads; a hold is founded only with no live ticket ahead of the caller's (nested reads
 -- excepted: their flow already holds the lock); an entry is recorded once, so a replayed call
 -- answers what the first run answered; every key keeps a PTTL covering its live holds.
 -- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
 -- (`lease token`: the one the hold's quorum chose, else its own); {0, wait ms, position,
 -- counter} busy (position -1: not queued; counter: the lock's counter now); {-1} the hold to join
--- is gone; {-2, limit} the semaphore is stored with another limit.
+-- is gone; {-2, limit} the semaphore is stored with another limit (not set on purpose), or has
+-- fewer than `permits`.
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
@@ -41,9 +43,20 @@ else
 end
 
 if mode == 's' then
-  local stored = redis.call('HGET', state, 'p')
-  if stored and stored ~= limit then return {-2, tonumber(stored)} end
-  if not stored then redis.call('HSET', state, 'p', limit) end
+  -- A limit set on purpose (set-permits.lua, field ps) is adopted; another stored one is a conflict.
+  local st = redis.call('HMGET', state, 'p', 'ps')
+  local stored = st[1]
+  if stored and stored ~= limit and st[2] ~= '1' then return {-2, tonumber(stored)} end
+  if not stored then
+    redis.call('HSET', state, 'p', limit)
+    stored = limit
+  end
+  -- More than the limit could never be served, and would hold the line back: refused, out of line.
+  if take > tonumber(stored) then
+    redis.call('LREM', queue, 1, hold)
+    redis.call('HDEL', tickets, hold)
+    return {-2, tonumber(stored)}
+  end
 end
 
 local function enter(r, pttl)

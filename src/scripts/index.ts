@@ -156,6 +156,21 @@ function parseRelease(script: string): (reply: unknown) => ReleaseReply {
   };
 }
 
+/** What a change of a semaphore's limit did: `previous` is 0 where none was stored. */
+export type SetPermitsReply =
+  | { readonly status: "set"; readonly previous: number; readonly grants: readonly Grant[] }
+  | { readonly status: "replayed" };
+
+function parseSetPermits(reply: unknown): SetPermitsReply {
+  const [code, previous, ...rest] = coded("set-permits", reply);
+  if (code === 2) return { status: "replayed" };
+  if (code !== 1) return unexpected("set-permits", reply);
+  // The grants are laid out as a release's.
+  const freed = parseRelease("set-permits")([1, ...rest]);
+  if (freed.status !== "freed") return unexpected("set-permits", reply);
+  return { status: "set", previous: int("set-permits", reply, previous), grants: freed.grants };
+}
+
 /** A hold as Redis sees it. */
 export type HoldState = "held" | "gone" | "taken";
 
@@ -267,6 +282,7 @@ export const scripts = {
   acquireShared: bind(LUA.acquireShared, true, parseAcquire("acquire-shared")),
   releaseShared: bind(LUA.releaseShared, false, parseRelease("release-shared")),
   leaveQueueShared: bind(LUA.leaveQueueShared, false, parseInt("leave-queue-shared")),
+  setPermits: bind(LUA.setPermits, true, parseSetPermits),
   keepalive: bind(LUA.keepalive, true, parseArray("keepalive")),
   check: bind(LUA.check, false, (reply) => holdState("check", reply)),
   raiseFence: bind(LUA.raiseFence, true, parseInt("raise-fence")),

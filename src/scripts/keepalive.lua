@@ -8,7 +8,8 @@
 --   'q' ticket lease ttl owner            KEYS lock queue tickets                  a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
 -- Invariant: a hold is renewed only while that very hold is live, never revived; a ticket keeps
--- its place while refreshed (a lapsed one stands again at the back); nothing is ever founded here.
+-- its place while refreshed (a lapsed one stands again at the back, unless it asks for more
+-- permits than the semaphore has: it is told to attempt, which refuses it); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
 -- {0, position, counter} waiting (counter: the lock's counter now).
@@ -63,8 +64,12 @@ while i <= #ARGV do
     local mode, take = ARGV[i + 5], tonumber(ARGV[i + 6])
     prune(state, holders, entries)
     local score = tonumber(redis.call('ZSCORE', holders, ticket))
+    local stored = mode == 's' and tonumber(redis.call('HGET', state, 'p'))
     if score and score > 0 then
       out[#out + 1] = {1, recordOf(state, ticket).token, score - nowMs()}
+    elseif stored and take > stored then
+      -- The limit was lowered under this request: not back in line; its attempt is refused.
+      out[#out + 1] = {2}
     else
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, take, mode, owner)

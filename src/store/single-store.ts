@@ -6,10 +6,10 @@ import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { slotOf } from "../keys.js";
 import { publish } from "../diagnostics.js";
-import { holdState, scripts, ticketState, type AcquireReply, type HoldState, type ReleaseReply } from "../scripts/index.js";
+import { holdState, scripts, ticketState, type AcquireReply, type Grant, type HoldState, type ReleaseReply } from "../scripts/index.js";
 import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, Store,
+  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, SharedTarget, Store,
 } from "./types.js";
 
 export interface SingleStoreOptions {
@@ -101,6 +101,15 @@ export class SingleStore implements Store {
     }
     if (reply.status === "freed" && reply.grants.length === 0) this.#announceVacancy(ref.target);
     return reply.status === "held" ? { status: "held" } : reply;
+  }
+
+  async setPermits(target: SharedTarget, limit: number, id: string): Promise<readonly Grant[]> {
+    const k = target.keys;
+    const reply = await this.endpoint.run(scripts.setPermits.call(
+      { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
+      { limit, id, window: this.#o.replayWindowMs, keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
+    ));
+    return reply.status === "set" ? reply.grants : [];
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {

@@ -18,6 +18,9 @@ export type LockTarget =
   | { readonly family: "exclusive"; readonly keys: ExclusiveKeys; readonly announce?: boolean }
   | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number };
 
+/** A shared lock's target (a semaphore's, with its limit). */
+export type SharedTarget = Extract<LockTarget, { readonly family: "shared" }>;
+
 /** 'x' mutex, 's' semaphore permits, 'r' read, 'w' write. */
 export type HoldMode = "x" | "s" | "r" | "w";
 
@@ -90,6 +93,12 @@ export interface Store {
   release(ref: HoldRef, entry: string): Promise<ReleaseResult>;
   keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]>;
   check(ref: HoldRef): Promise<HoldState>;
+  /**
+   * Stores a semaphore's limit on purpose (set-permits.lua), under the change id `id` (a replay
+   * changes nothing); the grants a raised limit made (none in quorum mode, where the heads are told
+   * it is their turn). Quorum mode: applied on a majority, or QuorumError.
+   */
+  setPermits(target: SharedTarget, limit: number, id: string): Promise<readonly Grant[]>;
   /** Quorum mode: raises a node's counter to the token a majority chose for `hold`, and records it beside the hold. */
   raise(target: LockTarget, chosen: bigint, hold: string): Promise<void>;
   /**

@@ -231,7 +231,7 @@ export class WaitingRoom implements WakeupHandler {
   #obtained(call: AcquireCall, result: AcquireResult, sentAt: number, attempts: number): Obtained | undefined {
     const key = call.target.keys.key;
     if (result.status === "busy") return undefined;
-    if (result.status === "gone" || result.status === "conflict") throw refusal(key, result);
+    if (result.status === "gone" || result.status === "conflict") throw refusal(key, result, call.ask.permits);
     return { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts };
   }
 
@@ -285,9 +285,10 @@ export class WaitingRoom implements WakeupHandler {
   }
 }
 
-/** An attempt that can neither succeed nor wait. */
-export function refusal(key: string, result: Extract<AcquireResult, { status: "gone" | "conflict" }>): Error {
+/** An attempt that can neither succeed nor wait (`permits`: how many it asked for). */
+export function refusal(key: string, result: Extract<AcquireResult, { status: "gone" | "conflict" }>, permits: number): Error {
   if (result.status === "gone") return new LockLostError(key, "expired", "the hold to re-enter is gone");
+  if (permits > result.limit) return new ConflictError(key, `asked for ${permits} permits of a semaphore that has ${result.limit}`);
   return new ConflictError(key, `a semaphore of ${result.limit} permits is stored under this key, and this caller ` +
     "asked for another number: every caller of one semaphore must agree (setPermits() changes it on purpose)");
 }

@@ -30,13 +30,14 @@ void describe("surelock inspect and list", () => {
     server = await startStandalone();
     redis = ["--redis", server.url];
     const locks = side.locks(server);
-    // A mutex entered twice by one explicit owner, a semaphore and a read lock with two holders each.
+    // A mutex entered twice by one explicit owner, a semaphore (one holder with 2 permits) and a read
+    // lock with two holders each.
     mutexLease = await locks.mutex("orders:1").acquire({ owner: "worker-7" });
     leases.push(mutexLease, await locks.mutex("orders:1").acquire({ owner: "worker-7" }));
     leases.push(await locks.mutex("orders:2").acquire({ owner: "worker-8" }));
     leases.push(await locks.mutex("other").acquire({ owner: "worker-9" }));
     const sem = locks.semaphore("pdf", { permits: 3 });
-    leases.push(await sem.acquire({ owner: "pdf-a" }), await sem.acquire({ owner: "pdf-b" }));
+    leases.push(await sem.acquire({ owner: "pdf-a" }), await sem.acquire({ owner: "pdf-b", permits: 2 }));
     const rw = locks.readWriteLock("doc");
     leases.push(await rw.read().acquire({ owner: "reader-1" }), await rw.read().acquire({ owner: "reader-2" }));
     leases.push(await locks.mutex("a*b").acquire({ owner: "star" }), await locks.mutex("axb").acquire({ owner: "x" }));
@@ -73,15 +74,18 @@ void describe("surelock inspect and list", () => {
     assert.ok(r.stdout.includes(mutexLease.fencingToken.toString()));
   });
 
-  void it("inspect shows semaphore holders and readers with their owners", async () => {
+  void it("inspect shows semaphore holders (with their permits) and readers with their owners", async () => {
     const sem = JSON.parse((await cli(["inspect", ...redis, "pdf", "--json"])).stdout) as InspectReport;
     assert.deepEqual(first(sem).semaphore?.holders.map((h) => h.owner).sort(), ["pdf-a", "pdf-b"]);
     const doc = JSON.parse((await cli(["inspect", ...redis, "doc", "--json"])).stdout) as InspectReport;
     assert.deepEqual(first(doc).rw?.holders.filter((h) => h.mode === "r").map((h) => h.owner).sort(), ["reader-1", "reader-2"]);
     assert.equal(first(doc).rw?.holders.find((h) => h.mode === "w"), undefined);
     const text = (await cli(["inspect", ...redis, "pdf"])).stdout;
-    assert.match(text, /semaphore: 2 of 3 permits taken/);
+    assert.deepEqual(first(sem).semaphore?.holders.map((h) => `${h.owner} ${h.permits}`).sort(), ["pdf-a 1", "pdf-b 2"]);
+    assert.equal(first(sem).semaphore?.limit, 3);
+    assert.match(text, /semaphore: 3 of 3 permits taken/);
     assert.match(text, /pdf-a, fencing token \d+, expires in/);
+    assert.match(text, /pdf-b \(2 permits\), fencing token \d+, expires in/);
   });
 
   void it("inspect lists the waiters queued for a fair lock, head first", async () => {

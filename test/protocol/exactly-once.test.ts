@@ -129,6 +129,26 @@ describe("the exactly-once protocol on a real server", () => {
     await Promise.all([permit.release(), second.release()]);
   });
 
+  it("a replayed acquire of 3 permits takes 3, not 6; a resent setPermits() resolves, applied once", async () => {
+    const { locks, proxy } = await through({ autoResend: true });
+    const sem = locks.semaphore("counted", { permits: 4 });
+    const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const three = await within(5_000, sem.acquire({ permits: 3, timeout: 3_000 }));
+    assert.ok(await cut);
+    assert.equal(three.permits, 3);
+    assert.equal(await server.command("HGET", "surelock:sem:{counted}:state", "u"), "3", "three permits in use, not six");
+    const one = await sem.tryAcquire();
+    assert.ok(one, "the fourth permit is free");
+    // A change whose reply was lost, sent again by the client: it resolves (the replay answers "set
+    // before") and the limit is the one asked for.
+    const cut2 = proxy.armCut({ scripts: new Set(["set-permits"]) }, 5_000);
+    await within(5_000, sem.setPermits(6));
+    assert.ok(await cut2);
+    assert.equal(await server.command("HGET", "surelock:sem:{counted}:state", "p"), "6");
+    await Promise.all([three.release(), one.release()]);
+    assert.equal(await server.command("HGET", "surelock:sem:{counted}:state", "u"), "0");
+  });
+
   it("a replayed guarded DECRBY is applied once", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     await server.command("SET", "{stock:1}:units", "10");

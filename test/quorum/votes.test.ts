@@ -92,9 +92,11 @@ describe("quorum votes: acquire", () => {
     assert.deepEqual(decideAcquire([gone(0), gone(1), gone(2)], 5, false), { outcome: "gone" });
   });
 
-  it("a conflicting semaphore limit is reported with the stored limit", () => {
-    const conflict: Vote<AcquireResult> = { node: 1, ok: true, value: { status: "conflict", limit: 4 } };
-    assert.deepEqual(decideAcquire([busy(0, 1), conflict, busy(2, 1)], 3, true), { outcome: "conflict", limit: 4 });
+  it("a conflicting semaphore limit counts once a majority stores it, and is reported with that limit", () => {
+    const conflict = (node: number): Vote<AcquireResult> => ({ node, ok: true, value: { status: "conflict", limit: 4 } });
+    assert.deepEqual(decideAcquire([busy(0, 1), conflict(1), conflict(2)], 3, true), { outcome: "conflict", limit: 4 });
+    assert.deepEqual(decideAcquire([busy(0, 1), conflict(1), busy(2, 1)], 3, true), { outcome: "busy", waitMs: 1 },
+      "one node with another limit is no verdict: the caller waits as for any busy semaphore");
   });
 
   it("unreachable only once every node answered and too few could", () => {

@@ -1,12 +1,14 @@
 /**
  * A semaphore's limit is stored with it: a caller that asks for another number settles at once
  * with ConflictError (acquire, tryAcquire, withLock), leaving no ticket, and the stored limit holds.
+ * setPermits() settles: at once after close(), at the command timeout in a partition.
  */
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
-import { ConflictError } from "../../src/index.js";
+import { ClosedError, ConflictError, ConnectionError } from "../../src/index.js";
 import { Harness } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { startProxy } from "../helpers/tcp-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
 describe("semaphore: the stored limit", () => {
@@ -41,5 +43,28 @@ describe("semaphore: the stored limit", () => {
     await (await two.acquire()).release();
     const s = await settles(h.locks().semaphore("pool2", { permits: 5 }).acquire(), 2_000);
     assert.ok(rejection(s) instanceof ConflictError);
+  });
+
+  it("setPermits() after close() rejects with ClosedError and sends nothing", async () => {
+    const locks = h.locks();
+    const sem = locks.semaphore("closed", { permits: 2 });
+    await locks.close();
+    const s = await settles(sem.setPermits(3), 1_000);
+    assert.ok(rejection(s) instanceof ClosedError);
+    assert.equal(await server.command("EXISTS", "surelock:sem:{closed}:state"), 0);
+  });
+
+  it("setPermits() in a partition rejects with ConnectionError at the command timeout", async () => {
+    const proxy = await startProxy(server);
+    h.onCleanup(() => proxy.close());
+    const locks = h.locks({ commandTimeout: 300 }, proxy);
+    const sem = locks.semaphore("cut-off", { permits: 2 });
+    await (await sem.acquire()).release();
+    proxy.blackhole();
+    const s = await settles(sem.setPermits(3), 2_000);
+    proxy.dropAll();
+    assert.ok(rejection(s) instanceof ConnectionError, String(rejection(s)));
+    assert.ok(s.atMs >= 250 && s.atMs < 1_000, `settled after ${s.atMs.toFixed(0)} ms`);
+    assert.equal(sem.permits, 2, "not adopted: it was not confirmed");
   });
 });

@@ -64,6 +64,13 @@ describe("surelock over redis-server and MemoryRedis side by side", () => {
     const held = [await sem[0]!.acquire(), await sem[1]!.acquire()];
     assert.equal(await sem[2]!.tryAcquire(), null);
     for (const l of held) await l.release();
+    // Counted permits, and a raised limit that serves a waiter.
+    const counted = await sem[0]!.acquire({ permits: 2 });
+    const bigWaits = startsWaiting("pool", 20_000);
+    const big = sem[1]!.acquire({ permits: 2 });
+    await bigWaits;
+    await sem[0]!.setPermits(4);
+    for (const l of [counted, await big]) await l.release();
     const readers = [await a.readWriteLock("doc").read().acquire(), await b.readWriteLock("doc").read().acquire()];
     assert.equal(await c.readWriteLock("doc").write().tryAcquire(), null);
     const writer = c.readWriteLock("doc").write().acquire();

@@ -88,6 +88,28 @@ describe("surelock on MemoryRedis", () => {
     await locks.close();
   });
 
+  it("counted permits and setPermits(): n permits at once, a raise serves the waiter it lets in", async () => {
+    const redis = new MemoryRedis();
+    const [a, b] = [new Surelock({ redis }), new Surelock({ redis: redis.duplicate() })];
+    const sem = a.semaphore("batch", { permits: 3 });
+    const two = await sem.acquire({ permits: 2 });
+    assert.equal(two.permits, 2);
+    assert.equal(await sem.tryAcquire({ permits: 2 }), null);
+    const waits = startsWaiting("batch");
+    const big = b.semaphore("batch", { permits: 3 }).acquire({ permits: 3 });
+    await waits;
+    await sem.setPermits(5);
+    const three = await within(2_000, big);
+    assert.equal(await redis.command(["HGET", "surelock:sem:{batch}:state", "u"]), "5");
+    await sem.setPermits(1);
+    await Promise.all([two.release(), three.release()]);
+    const one = await sem.tryAcquire();
+    assert.ok(one);
+    assert.equal(await b.semaphore("batch", { permits: 3 }).tryAcquire(), null, "the lowered limit holds, and is adopted");
+    await one.release();
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it("a lease whose key vanished is reported lost through its signal", async () => {
     const redis = new MemoryRedis();
     const locks = new Surelock({ redis });
