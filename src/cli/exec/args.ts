@@ -20,11 +20,11 @@ const MODES = ["shared", "exclusive", "semaphore"] as const;
 
 /** Reads `surelock exec`'s flags and command. */
 export function execOptions(line: CommandLine, addresses: readonly RedisAddress[], prefix: string): ExecOptions {
-  const lock = lockOf(line);
   const key = string(line, "key");
   const [program, ...args] = line.rest ?? [];
   const stray = line.positionals[0];
   if (stray !== undefined) throw new UsageError(strayMessage(stray, line, key, program));
+  const lock = lockOf(line);
   if (program === undefined || program === "") throw new UsageError("missing the command to run, after --");
   if (key === undefined) throw new UsageError("missing --key (the lock to hold while the command runs)");
   return {
