@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { startPrimaries, startStandalone, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { KeySpace } from "../../src/keys.js";
 import type { InspectReport } from "../../src/cli/inspect.js";
+import type { ListRow } from "../../src/cli/list.js";
 import { readLockState, type LockState } from "../../src/cli/lock-state.js";
 import { assertEveryKeyExpires, Cli, cli, eventually, nodeCommand, Scratch, Side } from "./support.js";
 
@@ -101,6 +102,9 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
     const sem = (JSON.parse(inspected.stdout) as InspectReport).nodes[0] as { semaphore: LockState["semaphore"] };
     assert.equal(sem.semaphore?.limit, 2);
     assert.deepEqual(sem.semaphore?.holders.map((h) => h.mode), ["s", "s"]);
+    const listed = await cli(["list", ...redis, "sem", "--json"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual((JSON.parse(listed.stdout) as ListRow[]).map((r) => [r.kind, r.holders]), [["semaphore", 2]]);
 
     writeFileSync(go, "");
     const results = await Promise.all(runs.map((r) => r.result()));
@@ -123,6 +127,8 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
     const refused = await cli(["exec", ...redis, "--key", "rw", "--exclusive", "--timeout", "0", "--", ...nodeCommand("")]);
     assert.equal(refused.code, 75, refused.stderr);
     assert.match(refused.stderr, /timed out after .* waiting for write lock "rw" \(read by 3 readers: /);
+    const listed = await cli(["list", ...redis, "rw", "--json"]);
+    assert.deepEqual((JSON.parse(listed.stdout) as ListRow[]).map((r) => [r.kind, r.holders]), [["rw-read", 3]]);
 
     const writer = exec("--exclusive", "w");
     await eventually("the writer to queue", async () => (await state("rw")).rw?.queue.some((t) => t.mode === "w") === true);
