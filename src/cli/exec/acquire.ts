@@ -3,6 +3,7 @@
  * semaphore), and the wait for it: ended by --timeout or a signal, its failures turned into exit
  * codes, and on a timeout the holders named, so the operator sees who keeps the command out.
  */
+import type { Lockable } from "../../index.js";
 import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from "../../errors.js";
 import { KeySpace } from "../../keys.js";
 import type { Lease } from "../../lease/lease.js";
@@ -26,7 +27,7 @@ class Interrupted extends Error {
 }
 
 /** The primitive the options name; every one of them is acquired the same way. */
-function primitive(locks: Surelock, o: ExecOptions) {
+function primitive(locks: Surelock, o: ExecOptions): Lockable {
   switch (o.lock.kind) {
     case "mutex": return locks.mutex(o.key, { fair: o.lock.fair });
     case "read": return locks.readWriteLock(o.key).read();
