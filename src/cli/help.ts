@@ -57,9 +57,9 @@ Which lock (one of):
 Options:
   --key K            the lock to hold (required)
   --owner O          acquire as owner O: whoever holds K as O (a program's acquire({ owner }),
-                     another exec --owner O) shares it with the command instead of waiting
-                     (the mutex and --exclusive; a --shared or --semaphore hold is the
-                     command's own, and O only names it in inspect)
+                     another exec --owner O) shares it with the command instead of waiting.
+                     --shared takes a read of its own, let in while O holds the write side;
+                     --semaphore takes a permit of its own (O names it in inspect)
   --ttl D            lease length (default 30s); a dead holder's lock frees after at most this
   --timeout D        longest wait for the lock (default: wait until interrupted); 0 = one try
   --kill-after D     after a lost lease, time between SIGTERM and SIGKILL (default 5s)

@@ -160,6 +160,27 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
     assert.equal(scratch.read("full.ran"), "", "the command never ran");
     assert.ok(await lease.isHeld());
     await lease.release();
+    const afterwards = await run("2");
+    assert.equal(afterwards.code, 2, `the number outlives the last holder (counterRetention): ${afterwards.stderr}`);
+    assert.match(afterwards.stderr, /semaphore "full" is stored with 1 permit, and --permits 2 was given/);
+  });
+
+  void it("--owner: --exclusive shares the write side its owner holds; --shared reads beside it, under a token of its own", async () => {
+    const lease = await side.locks(server).readWriteLock("owned").write().acquire({ owner: "deploy-9" });
+    const run = (mode: string, owner: string) => cli(["exec", ...redis, "--key", "owned", mode, "--owner", owner, "--timeout", "0", "--",
+      ...nodeCommand(`process.stdout.write(process.env.SURELOCK_FENCING_TOKEN)`)]);
+    const writer = await run("--exclusive", "deploy-9");
+    assert.equal(writer.code, 0, writer.stderr);
+    assert.equal(writer.stdout, String(lease.fencingToken), "it ran at once, under the holder's token");
+    const reader = await run("--shared", "deploy-9");
+    assert.equal(reader.code, 0, reader.stderr);
+    assert.match(reader.stdout, /^\d+$/);
+    assert.notEqual(reader.stdout, String(lease.fencingToken), "a read hold of its own");
+    const stranger = await run("--shared", "report-1");
+    assert.equal(stranger.code, 75, stranger.stderr);
+    assert.match(stranger.stderr, /waiting for read lock "owned" \(written by deploy-9, fencing token /);
+    assert.ok(await lease.isHeld(), "the holder keeps the write side");
+    await lease.release();
   });
 
   void it("SIGINT while --shared waits behind a writer exits with 130; --verbose names the read lock", async () => {

@@ -62,8 +62,8 @@ export async function acquire(locks: Surelock, deployments: readonly Deployment[
     }
     if (error instanceof ConflictError && o.lock.kind === "semaphore") {
       // The semaphore is stored with another number of permits: the argument disagrees with Redis.
-      const limit = (await readState(deployments[0] as Deployment, o))?.semaphore?.limit;
-      const stored = typeof limit === "number" ? `is stored with ${plural(limit, "permit")}` : "is stored with another number of permits";
+      const limit = await storedPermits(deployments[0] as Deployment, o);
+      const stored = limit === undefined ? "is stored with another number of permits" : `is stored with ${plural(limit, "permit")}`;
       throw new CliError(`${subject(o)} ${stored}, and --permits ${o.lock.permits} was given: every holder of one semaphore must give the same --permits`,
         ExitCode.usage);
     }
@@ -84,13 +84,28 @@ async function describeHolders(d: Deployment, o: ExecOptions): Promise<string> {
 }
 
 /** What Redis holds for the key, if it answers within a second (it only adds to a message). */
-async function readState(d: Deployment, o: ExecOptions): Promise<LockState | undefined> {
+function readState(d: Deployment, o: ExecOptions): Promise<LockState | undefined> {
+  return soon(readLockState(d.client, new KeySpace(o.prefix), o.key));
+}
+
+/**
+ * The semaphore's stored limit: field `p` of its state hash (docs/protocol.md), which outlives
+ * the last holder (inspect shows no semaphore then).
+ */
+async function storedPermits(d: Deployment, o: ExecOptions): Promise<number | undefined> {
+  const p = await soon(d.client.hget(new KeySpace(o.prefix).shared(o.key, "sem").state, "p"));
+  const n = Number(p ?? Number.NaN);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/** `work`'s value if it comes within a second; undefined if not, or if it fails. */
+async function soon<T>(work: Promise<T>): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), 1_000);
   });
   try {
-    return await Promise.race([readLockState(d.client, new KeySpace(o.prefix), o.key), late]);
+    return await Promise.race([work, late]);
   } catch {
     return undefined;
   } finally {
