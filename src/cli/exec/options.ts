@@ -17,6 +17,7 @@ export type ExecLock =
   /** `--semaphore --permits N`: one permit of the semaphore K of N permits. */
   | { readonly kind: "semaphore"; readonly permits: number };
 
+/** Everything `surelock exec` needs, checked (exec/args.ts reads it from the command line). */
 export interface ExecOptions {
   readonly addresses: readonly RedisAddress[];
   readonly prefix: string;

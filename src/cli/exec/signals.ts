@@ -3,6 +3,7 @@ import { constants } from "node:os";
 
 /** Signals that end the wait, or are passed on to the command once it runs. */
 export const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** One of FORWARDED. */
 export type Forwarded = (typeof FORWARDED)[number];
 
 /**
@@ -34,6 +35,7 @@ export class SignalRelay {
     if (handler && pending) handler(pending);
   }
 
+  /** Stops catching the signals (their default action applies again). */
   dispose(): void {
     for (const [signal, listener] of this.#listeners) process.off(signal, listener);
     this.#listeners.clear();

@@ -16,6 +16,7 @@ export class Stopper {
     this.#killAfterMs = killAfterMs;
   }
 
+  /** Sends `signal` to the command (its group); nothing if it is gone already. */
   send(signal: NodeJS.Signals): void {
     const pid = this.#child.pid;
     if (pid === undefined) return;
@@ -79,6 +80,7 @@ export class StopTogether {
     process.on("SIGCONT", this.#onContinue);
   }
 
+  /** Stops listening: the command has exited. */
   dispose(): void {
     process.off("SIGTSTP", this.#onStop);
     process.off("SIGCONT", this.#onContinue);
