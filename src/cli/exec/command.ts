@@ -16,9 +16,6 @@ import { logLockEvents } from "./log.js";
 import { subject, type ExecOptions } from "./options.js";
 import { SignalRelay } from "./signals.js";
 
-/** The options' types, for callers that import the command only. */
-export type { ExecLock, ExecOptions } from "./options.js";
-
 /** Runs `surelock exec` and returns its exit code; throws a CliError for a failure before the command ran. */
 export async function exec(o: ExecOptions): Promise<number> {
   const deployments = await connectNodes(o.addresses);
