@@ -1,6 +1,7 @@
 /**
- * The `surelock` command: reads the command line (args.ts), runs the command (one file each),
- * and maps its outcome to an exit code, with a one-line message on stderr for every failure.
+ * The `surelock` command: reads the command line (args.ts), runs the command (one file each, exec
+ * a folder), and maps its outcome to an exit code, with a one-line message on stderr for every
+ * failure.
  */
 import { createRequire } from "node:module";
 import { ConnectionError, InvalidArgumentError, QuorumError } from "../errors.js";
