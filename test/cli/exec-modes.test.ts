@@ -219,7 +219,7 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
   });
 });
 
-void describe("surelock exec --semaphore in quorum mode", () => {
+void describe("surelock exec --semaphore and --shared in quorum mode", () => {
   let servers: RedisServer[];
   const side = new Side();
   const scratch = new Scratch();
@@ -254,6 +254,21 @@ void describe("surelock exec --semaphore in quorum mode", () => {
     writeFileSync(go, "");
     for (const r of await Promise.all(runs.map((r) => r.result()))) assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(await holders(), [0, 0, 0]);
+    for (const s of servers) await assertEveryKeyExpires(s);
+  });
+
+  void it("--shared commands read together on a majority; --exclusive finds them and exits with 75", async () => {
+    const args = servers.flatMap((s) => ["--redis", s.url]);
+    const log = scratch.path("q-rw.log");
+    const go = scratch.path("q-rw.go");
+    const readers = ["r1", "r2"].map((id) =>
+      start(["exec", ...args, "--key", "q-rw", "--shared", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
+    await eventually("both readers running at once", () => count(scratch.read("q-rw.log"), "start") === 2);
+    const writer = await cli(["exec", ...args, "--key", "q-rw", "--exclusive", "--timeout", "0", "--", ...nodeCommand("")]);
+    assert.equal(writer.code, 75, writer.stderr);
+    assert.match(writer.stderr, /waiting for write lock "q-rw" \(read by 2 readers/);
+    writeFileSync(go, "");
+    for (const r of await Promise.all(readers.map((r) => r.result()))) assert.equal(r.code, 0, r.stderr);
     for (const s of servers) await assertEveryKeyExpires(s);
   });
 });
