@@ -27,6 +27,10 @@ const OPTIONS = {
   timeout: { type: "string" },
   "kill-after": { type: "string" },
   fair: { type: "boolean" },
+  shared: { type: "boolean" },
+  exclusive: { type: "boolean" },
+  semaphore: { type: "boolean" },
+  permits: { type: "string" },
   foreground: { type: "boolean" },
   verbose: { type: "boolean" },
   json: { type: "boolean" },
@@ -40,7 +44,7 @@ export type OptionName = keyof typeof OPTIONS;
 
 const GLOBAL: readonly OptionName[] = ["redis", "prefix", "help"];
 const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
-  exec: [...GLOBAL, "key", "owner", "ttl", "timeout", "kill-after", "fair", "foreground", "verbose"],
+  exec: [...GLOBAL, "key", "shared", "exclusive", "semaphore", "permits", "owner", "ttl", "timeout", "kill-after", "fair", "foreground", "verbose"],
   inspect: [...GLOBAL, "json"],
   list: [...GLOBAL, "json"],
   release: [...GLOBAL, "force", "kind"],

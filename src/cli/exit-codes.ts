@@ -8,7 +8,7 @@ export const ExitCode = {
   ok: 0,
   /** `doctor` found a failing check (or a warning, with `--strict`). */
   failed: 1,
-  /** Bad arguments: unknown command or flag, bad value, missing key. */
+  /** Bad arguments: unknown command or flag, bad value, missing key; `exec --permits` other than the semaphore's stored number. */
   usage: 2,
   /** Redis unreachable or failing, or no quorum of nodes agreed (sysexits EX_UNAVAILABLE). */
   unavailable: 69,

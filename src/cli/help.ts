@@ -10,7 +10,8 @@ const CONNECTION = `Connection:
 export const MAIN_HELP = `surelock: distributed locks on Redis
 
 Usage:
-  surelock exec --key K [--ttl 30s] [--timeout 10s] [--owner O] -- command [args...]
+  surelock exec --key K [--shared | --exclusive | --semaphore --permits N] [--ttl 30s]
+                [--timeout 10s] [--owner O] -- command [args...]
   surelock inspect K [--json]
   surelock list [PATTERN] [--json]
   surelock release K --force [--kind mutex|rw|semaphore]
@@ -18,7 +19,8 @@ Usage:
   surelock leader K [--wait [--timeout 10s] | --follow] [--json]
 
 Commands:
-  exec      run a command while holding the lock K; stop it if the lock is lost
+  exec      run a command while holding the lock K (a mutex, a side of a read-write lock, or a
+            semaphore's permit); stop it if the lock is lost
   inspect   show who holds K and who waits for it
   list      list the locks held, optionally only keys matching a glob PATTERN
   release   delete a lock whose holder is dead or stuck, and wake its waiters
@@ -32,23 +34,36 @@ Durations take a unit: 500ms, 30s, 2m, 1h (a bare 10 is refused; 0 alone is allo
 Run "surelock COMMAND --help" for the options of a command.`;
 
 export const COMMAND_HELP = {
-  exec: `Usage: surelock exec --key K [options] -- command [args...]
+  exec: `Usage: surelock exec --key K [--shared | --exclusive | --semaphore --permits N] [options]
+                     -- command [args...]
 
-Waits for the mutex K, runs the command while holding it, releases it when the command exits,
+Waits for the lock K, runs the command while holding it, releases it when the command exits,
 and exits with the command's exit code (128+n if a signal n ended it). The lease is renewed
 every ttl/3. If it is lost (renewal refused, or Redis unreachable past its validity) the command
 is sent SIGTERM, then SIGKILL after --kill-after, and surelock exits with 76. SIGINT, SIGTERM and
 SIGHUP are passed on to the command; Ctrl-Z stops it with surelock. The command sees
 SURELOCK_KEY and SURELOCK_FENCING_TOKEN.
 
+Which lock (one of):
+  (none)             the mutex K (locks.mutex(K)): one command at a time
+  --shared           the read side of the read-write lock K, like flock -s: any number of
+                     --shared commands run together, none while an --exclusive one runs
+  --exclusive        the write side of the read-write lock K, like flock -x: alone, with no
+                     --shared command running. Give it explicitly: without it exec takes the
+                     mutex K, which is another lock and does not exclude --shared commands
+  --semaphore        one permit of the semaphore K (locks.semaphore(K, { permits: N })): at most
+  --permits N        N commands at once; every holder of K must give the same N
+
 Options:
   --key K            the lock to hold (required)
   --owner O          acquire as owner O: whoever holds K as O (a program's acquire({ owner }),
-                     another exec --owner O) shares it with the command instead of waiting
+                     another exec --owner O) shares it with the command instead of waiting.
+                     --shared takes a read of its own, let in while O holds the write side;
+                     --semaphore takes a permit of its own (O names it in inspect)
   --ttl D            lease length (default 30s); a dead holder's lock frees after at most this
   --timeout D        longest wait for the lock (default: wait until interrupted); 0 = one try
   --kill-after D     after a lost lease, time between SIGTERM and SIGKILL (default 5s)
-  --fair             queue in arrival order with other --fair waiters
+  --fair             accepted for compatibility: every lock serves its waiters in arrival order
   --foreground       keep the command in surelock's process group: it has the terminal (it can
                      open /dev/tty: password prompts, editors) and only it is signalled.
                      Default: a session of its own, so a lost lease stops its children too; it
@@ -59,11 +74,15 @@ Durations take a unit: 500ms, 30s, 2m, 1h (0 alone is allowed).
 
 ${CONNECTION}
 
-Exit codes: the command's own; 2 bad arguments; 69 Redis unreachable; 75 --timeout passed;
-76 lease lost (command stopped); 126 command not executable; 127 command not found.
+Exit codes: the command's own; 2 bad arguments (or --permits other than the semaphore's stored
+number); 69 Redis unreachable; 75 --timeout passed; 76 lease lost (command stopped); 126 command
+not executable; 127 command not found.
 
-Example:
-  surelock exec --key nightly-report --timeout 0 -- ./make-report.sh`,
+Examples:
+  surelock exec --key nightly-report --timeout 0 -- ./make-report.sh
+  surelock exec --key gpu --semaphore --permits 4 -- ./train.sh
+  surelock exec --key schema --shared -- ./read-report.sh
+  surelock exec --key schema --exclusive -- ./migrate.sh`,
 
   inspect: `Usage: surelock inspect K [--json]
 

@@ -1,13 +1,14 @@
 /**
- * The `surelock` command: reads the command line (args.ts), runs the command (one file each),
- * and maps its outcome to an exit code, with a one-line message on stderr for every failure.
+ * The `surelock` command: reads the command line (args.ts), runs the command (one file each, exec
+ * a folder), and maps its outcome to an exit code, with a one-line message on stderr for every
+ * failure.
  */
 import { createRequire } from "node:module";
 import { ConnectionError, InvalidArgumentError, QuorumError } from "../errors.js";
-import { MIN_TTL_MS } from "../validate.js";
-import { checkKey, duration, operand, ownerOf, parseCommandLine, prefixOf, redisAddresses, string, tokenize, type CommandLine, type CommandName } from "./args.js";
+import { checkKey, duration, operand, parseCommandLine, prefixOf, redisAddresses, string, tokenize, type CommandLine, type CommandName } from "./args.js";
 import { doctor } from "./doctor.js";
-import { exec } from "./exec.js";
+import { execOptions } from "./exec/args.js";
+import { exec } from "./exec/command.js";
 import { CliError, ExitCode, UsageError } from "./exit-codes.js";
 import { COMMAND_HELP, MAIN_HELP } from "./help.js";
 import { inspect } from "./inspect.js";
@@ -15,9 +16,6 @@ import { leader } from "./leader.js";
 import { list } from "./list.js";
 import { print, quote } from "./output.js";
 import { release, RELEASE_KINDS, type ReleaseKind } from "./release.js";
-
-const DEFAULT_TTL_MS = 30_000;
-const DEFAULT_KILL_AFTER_MS = 5_000;
 
 /** Runs the command line and returns the exit code. Never throws. */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -54,28 +52,8 @@ function run(command: CommandName, line: CommandLine, env: NodeJS.ProcessEnv): P
   const json = line.values.has("json");
   const operands = [...line.positionals, ...(line.rest ?? [])];
   switch (command) {
-    case "exec": {
-      const stray = line.positionals[0];
-      if (stray !== undefined) throw new UsageError(`unexpected argument ${quote(stray)}: put the command after --, as in "surelock exec --key K -- ${stray} ..."`);
-      const [program, ...args] = line.rest ?? [];
-      if (program === undefined || program === "") throw new UsageError("missing the command to run, after --");
-      const key = string(line, "key");
-      if (key === undefined) throw new UsageError("missing --key (the lock to hold while the command runs)");
-      return exec({
-        addresses,
-        prefix,
-        key: checkKey("--key", key),
-        owner: ownerOf(line),
-        ttlMs: duration(line, "ttl", MIN_TTL_MS) ?? DEFAULT_TTL_MS,
-        timeoutMs: duration(line, "timeout", 0) ?? Infinity,
-        killAfterMs: duration(line, "kill-after", 0) ?? DEFAULT_KILL_AFTER_MS,
-        fair: line.values.has("fair"),
-        foreground: line.values.has("foreground"),
-        verbose: line.values.has("verbose"),
-        command: program,
-        args,
-      });
-    }
+    case "exec":
+      return exec(execOptions(line, addresses, prefix));
     case "inspect":
       return inspect({ addresses, prefix, key: checkKey("key", operand(operands, "K", true)), json });
     case "list":

@@ -27,6 +27,18 @@ const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.Process
   ["another command's flag", ["exec", ...NOWHERE, "--json", "--key", "k", "--", "true"], /unknown option --json; it belongs to surelock inspect, surelock list, surelock doctor/],
   ["a value for a boolean flag", ["exec", ...NOWHERE, "--fair=yes", "--key", "k", "--", "true"], /option --fair takes no value, got "yes"/],
   ["a flag given twice", ["exec", ...NOWHERE, "--key", "a", "--key", "b", "--", "true"], /option --key given more than once/],
+  ["--permits without --semaphore", ["exec", ...NOWHERE, "--key", "k", "--permits", "3", "--", "true"], /--permits needs --semaphore \(write --semaphore --permits 3/],
+  ["--semaphore without --permits", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--", "true"], /--semaphore needs --permits N/],
+  ["--semaphore with the permits as an operand", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "3", "--", "true"], /unexpected argument "3": did you mean --permits 3\?/],
+  ["--permits 0", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "0", "--", "true"], /invalid --permits "0": expected a whole number from 1 to 1000000 \(see/],
+  ["too many --permits", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "1000001", "--", "true"], /invalid --permits "1000001": expected a whole number from 1 to 1000000/],
+  ["--permits as a fraction", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "2.5", "--", "true"], /invalid --permits "2\.5": expected a whole number from 1 to 1000000 \(see/],
+  ["--permits spelled as a float", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "3.0", "--", "true"], /invalid --permits "3\.0": expected a whole number from 1 to 1000000: did you mean 3\?/],
+  ["--permits in words", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "three", "--", "true"], /invalid --permits "three"/],
+  ["--shared with --exclusive", ["exec", ...NOWHERE, "--key", "k", "--shared", "--exclusive", "--", "true"], /--shared and --exclusive do not go together: --shared takes the read side/],
+  ["--shared with --semaphore", ["exec", ...NOWHERE, "--key", "k", "--semaphore", "--permits", "2", "--shared", "--", "true"], /--shared and --semaphore do not go together: a command runs under one lock/],
+  ["a key without --key", ["exec", ...NOWHERE, "--shared", "reports", "--", "true"], /unexpected argument "reports": did you mean --key reports\?/],
+  ["--permits on another command", ["inspect", ...NOWHERE, "k", "--permits", "2"], /unknown option --permits; it belongs to surelock exec/],
   ["inspect without a key", ["inspect", ...NOWHERE], /missing K/],
   ["inspect with two keys", ["inspect", ...NOWHERE, "a", "b"], /unexpected argument "b"/],
   ["list with release's flag", ["list", ...NOWHERE, "--force"], /unknown option --force; it belongs to surelock release/],
@@ -75,6 +87,7 @@ void describe("help and version", { concurrency: 2 }, () => {
     assert.match(exec.stdout, /^Usage: surelock exec --key K/);
     assert.match(exec.stdout, /--kill-after D/);
     assert.match(exec.stdout, /--owner O/);
+    for (const flag of ["--shared", "--exclusive", "--semaphore", "--permits N"]) assert.ok(exec.stdout.includes(flag), flag);
     assert.match(exec.stdout, /Durations take a unit: 500ms, 30s, 2m, 1h/);
     const release = await cli(["release", "-h"]);
     assert.equal(release.code, 0);
