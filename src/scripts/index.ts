@@ -185,12 +185,15 @@ export function holdState(script: string, reply: unknown): HoldState {
 export type TicketState =
   | { readonly status: "granted"; readonly token: bigint; readonly pttlMs: number }
   | { readonly status: "turn" }
-  | { readonly status: "queued"; readonly position: number; readonly counter: bigint };
+  | { readonly status: "queued"; readonly position: number; readonly counter: bigint }
+  /** The ticket's hold was granted and given back already: a refresh that came too late. */
+  | { readonly status: "done" };
 
 export function ticketState(reply: unknown): TicketState {
   const [code, a, b] = coded("keepalive", reply);
   if (code === 1) return { status: "granted", token: BigInt(int("keepalive", reply, a)), pttlMs: int("keepalive", reply, b) };
   if (code === 2) return { status: "turn" };
+  if (code === 3) return { status: "done" };
   if (code === 0) return { status: "queued", position: int("keepalive", reply, a), counter: BigInt(int("keepalive", reply, b)) };
   return unexpected("keepalive", reply);
 }

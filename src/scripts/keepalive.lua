@@ -5,14 +5,17 @@
 -- Each item is a kind followed by its arguments, and takes the next KEYS in order:
 --   'x' hold ttl                          KEYS lock                                a mutex hold
 --   's' hold ttl                          KEYS state holders entries               a shared hold
---   'q' ticket lease ttl owner            KEYS lock queue tickets                  a mutex waiter
+--   'q' ticket lease ttl owner            KEYS lock queue tickets released         a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
 -- Invariant: a hold is renewed only while that very hold is live, never revived; a ticket keeps
 -- its place while refreshed (a lapsed one stands again at the back, unless it asks for more
--- permits than the semaphore has: it is told to attempt, which refuses it); nothing is founded here.
+-- permits than the semaphore has: it is told to attempt, which refuses it), but a ticket whose
+-- hold was granted and given back never stands again (a late refresh would put a ghost at the
+-- head, which the next release would grant to); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position, counter} waiting (counter: the lock's counter now).
+-- {0, position, counter} waiting (counter: the lock's counter now); {3} its hold was granted and
+-- given back already (a late refresh: nothing done).
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
@@ -47,11 +50,13 @@ while i <= #ARGV do
     else out[#out + 1] = 0 end
     i = i + 3
   elseif kind == 'q' then
-    local lock, queue, tickets = key(), key(), key()
+    local lock, queue, tickets, released = key(), key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local st = redis.call('HMGET', lock, 'h', 't', 'c')
     if st[1] == ticket then
       out[#out + 1] = {1, tonumber(st[2]), redis.call('PTTL', lock)}
+    elseif redis.call('ZSCORE', released, ticket) then
+      out[#out + 1] = {3}
     else
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
@@ -67,6 +72,9 @@ while i <= #ARGV do
     local stored = mode == 's' and tonumber(redis.call('HGET', state, 'p'))
     if score and score > 0 then
       out[#out + 1] = {1, recordOf(state, ticket).token, score - nowMs()}
+    elseif score then
+      -- A tombstone: granted and given back.
+      out[#out + 1] = {3}
     elseif stored and take > stored then
       -- The limit was lowered under this request: not back in line; its attempt is refused.
       out[#out + 1] = {2}

@@ -224,7 +224,7 @@ function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]):
   }
   const a = item.ask;
   if (target.family === "exclusive") {
-    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets);
+    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets, target.keys.released);
     args.push("q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
   } else {
     const k = target.keys;

@@ -90,7 +90,11 @@ export class Waiter implements TicketKeeper {
 
   refreshed(state: TicketState, sentAt: number): void {
     if (state.status === "queued") this.queued(sentAt, state.position, 0, state.counter);
-    else {
+    else if (state.status === "done") {
+      // Its hold was granted and given back without this waiter hearing of it: attempt again.
+      this.dueAt = sentAt + this.periodMs;
+      this.push({ kind: "turn" });
+    } else {
       this.dueAt = sentAt + this.periodMs;
       this.push(state.status === "turn" ? { kind: "turn" } : { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt });
     }

@@ -37,7 +37,7 @@ void describe("keepalive.lua", () => {
     const k = b.exclusive("tq");
     const holder = await found("tq", "holder", "h");
     await found("tq", "w1", "t1", 3_000);
-    const refresh = (ticket: string) => scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets], args: ["q", ticket, 3_000, 10_000, "w"] });
+    const refresh = (ticket: string) => scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, k.released], args: ["q", ticket, 3_000, 10_000, "w"] });
     const counter = BigInt((await b.redis.hget(k.lock, "c")) ?? "0");
     assert.deepEqual(ticketState((await b.run(refresh("t1")))[0]), { status: "queued", position: 0, counter });
     // The holder vanished without a handoff: the head is told to attempt; nothing is founded here.
@@ -51,6 +51,47 @@ void describe("keepalive.lua", () => {
     assert.equal(state.status, "granted");
     assert.ok(state.status === "granted" && granted.status === "founded" && state.token === granted.token);
     assert.ok(holder.status === "founded");
+  });
+
+  void it("a refresh that arrives after its ticket's hold was granted and given back does not stand again", async () => {
+    // The waiter's refresh was on the wire while the lock was granted to its ticket, the lease
+    // taken and released. Standing again would put a ghost at the head of the line: refused to
+    // everyone else, and granted by the next release to a waiter that is gone.
+    const k = b.exclusive("late");
+    const release = (hold: string) => scripts.release.call(
+      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+      { hold, entry: hold, token: "0", keep: 60_000, window: 60_000, grant: "1", publish: "PUBLISH" });
+    await found("late", "holder", "h");
+    await found("late", "w", "t", 3_000);
+    const freed = await b.run(release("h"));
+    assert.ok(freed.status === "freed" && freed.grants[0]?.ticket === "t", "granted to the waiter's ticket");
+    await b.run(release("t"));
+    const refresh = scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, k.released], args: ["q", "t", 3_000, 10_000, "w"] });
+    assert.deepEqual(ticketState((await b.run(refresh))[0]), { status: "done" });
+    assert.equal(await b.redis.llen(k.queue), 0, "nobody in line");
+    assert.equal(await b.redis.hexists(k.tickets, "t"), 0);
+    const next = await found("late", "someone", "n");
+    assert.equal(next.status, "founded", "the free lock goes to the next caller at once");
+  });
+
+  void it("a shared ticket too: granted and given back, a late refresh does not stand again", async () => {
+    const s = b.shared("late-s", "sem");
+    const acquire = (hold: string, ticketLease: number) => b.run(scripts.acquireShared.call(
+      { state: s.state, holders: s.holders, entries: s.entries, queue: s.queue, tickets: s.tickets },
+      { owner: hold, hold, entry: hold, ttl: 10_000, mode: "s", permits: 1, limit: 1, join: "", ticketLease, keep: 60_000 }));
+    const release = (hold: string) => b.run(scripts.releaseShared.call(
+      { state: s.state, holders: s.holders, entries: s.entries, queue: s.queue, tickets: s.tickets, channel: s.channel },
+      { hold, entry: hold, window: 60_000, keep: 60_000, grant: "1", publish: "PUBLISH" }));
+    await acquire("h", 0);
+    await acquire("t", 3_000);
+    await release("h");
+    await release("t");
+    const refresh = scripts.keepalive.call({}, {}, {
+      keys: [s.state, s.holders, s.entries, s.queue, s.tickets], args: ["Q", "t", 3_000, 10_000, "t", "s", 1],
+    });
+    assert.deepEqual(ticketState((await b.run(refresh))[0]), { status: "done" });
+    assert.equal(await b.redis.llen(s.queue), 0, "nobody in line");
+    assert.equal((await acquire("n", 0)).status, "founded");
   });
 
   void it("shared holds and tickets too, in the same call", async () => {
