@@ -7,7 +7,8 @@
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'q' ticket lease ttl owner            KEYS lock queue tickets released         a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
--- Invariant: a hold is renewed only while that very hold is live, never revived; a ticket keeps
+-- Invariant: a hold is renewed only while that very hold is live, never revived, and its life is
+-- only ever lengthened (never below what any sharer was promised); a ticket keeps
 -- its place while refreshed (a lapsed one stands again at the back, unless it asks for more
 -- permits than the semaphore has: it is told to attempt, which refuses it), but a ticket whose
 -- hold was granted and given back never stands again (a late refresh would put a ghost at the
@@ -32,7 +33,10 @@ while i <= #ARGV do
     local lock, hold, ttl = key(), ARGV[i + 1], ARGV[i + 2]
     local h = redis.call('HGET', lock, 'h')
     if h == hold then
-      redis.call('PEXPIRE', lock, ttl)
+      -- Only ever lengthened: processes that share a hold (an explicit owner) each trust it for the
+      -- ttl they asked for, so a shorter request must not cut another's trust short. A lease that
+      -- asked for less trusts less: that is its own validity, not the key's.
+      if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
       out[#out + 1] = 1
     elseif h then out[#out + 1] = -1
     else out[#out + 1] = 0 end
@@ -41,7 +45,7 @@ while i <= #ARGV do
     local state, holders, entries, hold, ttl = key(), key(), key(), ARGV[i + 1], tonumber(ARGV[i + 2])
     local score = tonumber(redis.call('ZSCORE', holders, hold))
     if score and score > nowMs() then
-      redis.call('ZADD', holders, 'XX', nowMs() + ttl, hold)
+      if score < nowMs() + ttl then redis.call('ZADD', holders, 'XX', nowMs() + ttl, hold) end
       for _, name in ipairs({state, holders, entries}) do
         local pttl = redis.call('PTTL', name)
         if pttl >= 0 and pttl < ttl then redis.call('PEXPIRE', name, ttl) end

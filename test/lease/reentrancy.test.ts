@@ -68,6 +68,22 @@ describe("reentrancy", () => {
     assert.equal(await server.command("HEXISTS", "surelock:{shared-owner}:lock", "o"), 0);
   });
 
+  it("sharers of one hold never cut each other's time short: a shorter extend or renewal leaves the key's life as long as promised", async () => {
+    // Torture seed 13: a process that joined by owner renewed with its own, shorter ttl; the key
+    // expired while the process that had extended the hold still trusted it, and a third one took it.
+    const long = h.locks({ ttl: 2_000 });
+    const short = h.locks({ ttl: 600 });
+    const first = await long.mutex("sharers").acquire({ owner: "job-7" });
+    await first.extend(30_000);
+    const second = await short.mutex("sharers").acquire({ owner: "job-7" });
+    await second.extend(600);
+    const pttl = Number(await server.command("PTTL", "surelock:{sharers}:lock"));
+    assert.ok(pttl > 25_000, `the key lives as long as the first sharer was promised (${pttl} ms left)`);
+    await second.release();
+    assert.equal(await first.isHeld(), true);
+    await first.release();
+  });
+
   it("a new acquisition after release gets a larger fencing token", async () => {
     const locks = h.locks();
     const mutex = locks.mutex("tokens");

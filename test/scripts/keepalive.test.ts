@@ -33,6 +33,16 @@ void describe("keepalive.lua", () => {
     assert.equal(await b.redis.exists(b.exclusive("missing").lock), 0, "a gone hold is not revived");
   });
 
+  void it("a renewal only ever lengthens a hold's life: a shorter ttl leaves it as it is (sharers of one hold)", async () => {
+    await found("ka-long", "o", "hl");
+    const k = b.exclusive("ka-long");
+    const renew = (ttl: number) => scripts.keepalive.call({}, {}, { keys: [k.lock], args: ["x", "hl", ttl] });
+    assert.deepEqual(await b.run(renew(1_000)), [1]);
+    assert.ok((await b.redis.pttl(k.lock)) > 5_000, "not shortened to 1 s");
+    assert.deepEqual(await b.run(renew(60_000)), [1]);
+    assert.ok((await b.redis.pttl(k.lock)) > 50_000, "lengthened to 60 s");
+  });
+
   void it("a ticket refresh keeps the waiter's place, reports a grant, and says when the free lock is its turn", async () => {
     const k = b.exclusive("tq");
     const holder = await found("tq", "holder", "h");
