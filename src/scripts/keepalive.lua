@@ -7,15 +7,19 @@
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'q' ticket lease ttl owner            KEYS lock queue tickets                  a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
+--   'm' ticket lease ttl owner n          KEYS (lock queue tickets) x n            a multi-key waiter
 -- Invariant: a hold is renewed only while that very hold is live, never revived; a ticket keeps
 -- its place while refreshed (a lapsed one stands again at the back); nothing is ever founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position, counter} waiting (counter: the lock's counter now).
+-- {0, position, counter} waiting (counter: the lock's counter now). A multi-key waiter is never
+-- granted: {2} when every lock is free with it at the head, {0, position, 0} otherwise (position
+-- -1, not standing again, while a hold of its own attempt is on its locks).
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
 --@include lib/shared.lua
+--@include lib/multi.lua
 local out, k, i = {}, 1, 1
 local function key()
   local name = KEYS[k]
@@ -57,6 +61,22 @@ while i <= #ARGV do
       if position == 0 and not st[1] then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
     end
     i = i + 5
+  elseif kind == 'm' then
+    local ticket, lease, ttl, owner, n = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
+    local locks, mine, free = {}, false, true
+    for j = 1, n do
+      local l = { lock = key(), queue = key(), tickets = key() }
+      locks[j] = l
+      local h = redis.call('HGET', l.lock, 'h')
+      if h == ticket then mine = true elseif h then free = false end
+    end
+    if mine then out[#out + 1] = {0, -1, 0}
+    else
+      for _, l in ipairs(locks) do liveHead(l.queue, l.tickets) end
+      local position = standAll(locks, ticket, lease, ttl, owner)
+      if position == 0 and free then out[#out + 1] = {2} else out[#out + 1] = {0, position, 0} end
+    end
+    i = i + 6
   else
     local state, holders, entries, queue, tickets = key(), key(), key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
