@@ -119,6 +119,8 @@ function wants(t: QueuedWaiter): string {
   if (t.mode === "r") return ", to read";
   if (t.mode === "w") return ", to write";
   if (t.mode === "s") return `, for ${plural(t.permits, "permit")}`;
+  // A multiLock's waiter: it stands in the queue of each of its keys, and takes them all at once.
+  if (t.mode === "m") return ", with other keys (a multiLock)";
   return "";
 }
 
