@@ -10,7 +10,8 @@
 -- tombstone, so a replayed release changes nothing and answers "released before"; the locks are
 -- freed together at the hold's last entry.
 -- Returns {2, entries left} still held by the hold's other entries; {1[, ticket, token, pttl]...}
--- freed (and the grants made); {3} released before (a replay); {0} gone (also when the hold was
+-- freed (on every key, or on some while others keep an entry of their own: a mutex that joined
+-- the hold there by owner), with the grants made; {3} released before (a replay); {0} gone (also when the hold was
 -- on some of the locks only: what was left of it is given back); {-1, pttl} held by another hold.
 --@include lib/clock.lua
 --@include lib/counter.lua
@@ -36,7 +37,7 @@ if #mine == 0 then
   end
   return {0}
 end
-local out, left, now = {1}, 0, nowMs()
+local out, left, freed, now = {1}, 0, 0, nowMs()
 for _, m in ipairs(mine) do
   local l = m.l
   redis.call('ZADD', l.released, now + tonumber(window), entry)
@@ -49,10 +50,13 @@ for _, m in ipairs(mine) do
     left = m.n - 1
   else
     redis.call('HDEL', l.lock, 'o', 'h', 't', 'n', 'l', '@' .. entry)
+    freed = freed + 1
     local handed = handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish)
     for j = 2, #handed do out[#out + 1] = handed[j] end
   end
 end
 if #mine < #locks then return {0} end
-if left > 0 then return {2, left} end
+-- A key may stay held by an entry of its own (a mutex joined the hold there by owner) while the
+-- others were freed: the grants made are answered all the same.
+if freed == 0 then return {2, left} end
 return out

@@ -123,6 +123,40 @@ describe("multiLock", () => {
     assert.equal(await holder("l1"), null, "what was left of the hold was given back");
   });
 
+  it("extend and isHeld cover every key; close() gives every key back", async () => {
+    const locks = h.locks({ ttl: 5_000 });
+    const lease = await locks.multiLock(["e1", "e2"]).acquire();
+    await lease.extend(60_000);
+    for (const key of ["e1", "e2"]) assert.ok(Number(await server.command("PTTL", `surelock:{${key}}:lock`)) > 50_000, `${key} extended`);
+    assert.equal(await lease.isHeld(), true);
+    await server.command("HSET", "surelock:{e2}:lock", "h", "someone-else");
+    assert.equal(await lease.isHeld(), false, "one key held by another hold: not held");
+    assert.equal(lease.signal.aborted, true);
+    await assert.rejects(lease.release(), LockLostError);
+    await server.command("DEL", "surelock:{e2}:lock");
+    const kept = await locks.multiLock(["c1", "c2"]).acquire();
+    await locks.close();
+    assert.equal(kept.signal.aborted, true);
+    assert.deepEqual([await holder("c1"), await holder("c2")], [null, null], "close() released both keys");
+  });
+
+  it("an explicit owner shares the set's hold across instances, as a mutex's does", async () => {
+    const one = h.locks();
+    const two = h.locks();
+    const first = await one.multiLock(["o1", "o2"]).acquire({ owner: "job-17" });
+    const second = await two.multiLock(["o2", "o1"]).acquire({ owner: "job-17", timeout: 1_000 });
+    assert.deepEqual([...second.fencingTokens].sort(), [...first.fencingTokens].sort(), "the same hold, the same tokens");
+    assert.equal(await server.command("HGET", "surelock:{o1}:lock", "n"), "2");
+    const joined = await two.mutex("o1").acquire({ owner: "job-17", timeout: 1_000 });
+    assert.equal(joined.fencingToken, first.fencingTokens.get("o1"), "a mutex of one key joins the hold on that key");
+    assert.equal(await two.multiLock(["o1", "o2"]).tryAcquire({ owner: "someone" }), null);
+    await Promise.all([first.release(), second.release()]);
+    assert.equal(await holder("o2"), null, "o2 is free after the set's last entry");
+    assert.equal(await holder("o1"), "job-17", "o1 is still held by the mutex's entry");
+    await joined.release();
+    assert.equal(await holder("o1"), null);
+  });
+
   it("checks its keys before any I/O, naming the argument", () => {
     const locks = h.locks();
     const argument = (fn: () => unknown): string => {
