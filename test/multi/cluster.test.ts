@@ -10,7 +10,7 @@ import { InvalidArgumentError, Surelock } from "../../src/index.js";
 import { KeySpace, slotOf } from "../../src/keys.js";
 import { keysWithoutTtl } from "../deployments/support.js";
 import { startCluster, stopAll, type ClusterSet } from "../helpers/redis-topology.js";
-import { startsWaiting, within } from "../helpers/fixtures.js";
+import { quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 
 after(stopAll);
 
@@ -55,6 +55,18 @@ describe("multiLock on a Cluster", () => {
     const again = await two.mutex("{order:7}:lines").tryAcquire();
     assert.ok(again);
     await again.release();
+  });
+
+  it("the watchdog renews every key of the set on the slot's primary: held for many ttls", async () => {
+    const cluster = new Cluster(set.startupNodes(), { redisOptions: { maxRetriesPerRequest: 2 } });
+    cluster.on("error", () => {});
+    const made = new Surelock({ redis: cluster, ttl: 300 });
+    opened.push({ locks: made, cluster });
+    const lease = await made.multiLock(["{batch}:a", "{batch}:b"]).acquire();
+    await quietFor(1_200); // four ttls: the lease is not lost meanwhile, only renewals keep it
+    assert.equal(lease.held, true);
+    assert.equal(await made.mutex("{batch}:b").tryAcquire(), null);
+    await lease.release();
   });
 
   it("refuses keys of different slots at the call, before any I/O, saying which key is in which slot", () => {

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fiveNodes, heldOn, lockKey, within } from "../quorum/support.js";
+import { delay, fiveNodes, heldOn, lockKey, within } from "../quorum/support.js";
 
 describe("multiLock in quorum mode", () => {
   const five = fiveNodes();
@@ -41,6 +41,15 @@ describe("multiLock in quorum mode", () => {
     const next = await locks.mutex("qd").acquire();
     assert.ok(next.fencingToken > qd, "the next hold of qd gets a larger token from any majority");
     await next.release();
+  });
+
+  it("the watchdog renews every key on every node: a set held for many ttls stays held", async () => {
+    const locks = five.quorum(300, { commandTimeout: 100 });
+    const lease = await locks.multiLock(["qr1", "qr2"]).acquire();
+    await delay(1_200); // four ttls: the lease is not lost meanwhile, only renewals keep it
+    assert.equal(lease.held, true);
+    for (const key of ["qr1", "qr2"]) assert.deepEqual(await heldOn(five.nodes, key), [1, 1, 1, 1, 1], `${key} renewed on every node`);
+    await lease.release();
   });
 
   it("overlapping sets in opposite orders, two nodes down: never two holders of a key, no deadlock", async () => {
