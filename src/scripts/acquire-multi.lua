@@ -1,16 +1,20 @@
 -- acquire-multi.lua: take or re-enter several mutexes at once, all or none, or stand in all their queues.
 -- KEYS: ...locks
--- ARGV: owner, hold, entry, ttl, join, ticketLease
--- KEYS are (lock, queue, tickets) per key: the keys `mutex(key)` uses, so a multi-key hold and a
--- mutex of one of its keys exclude each other. `hold` is the id a fresh acquisition founds its hold
--- with on every lock (also its ticket); `entry` this entry's id (= hold when fresh). `join`: '' fresh;
--- a hold id to re-enter that very hold; '*' to enter the hold `owner` has on every one of the locks
--- (one hold, on all of them), else as fresh. `ticketLease` ms, 0: no ticket.
+-- ARGV: owner, hold, entry, ttl, join, ticketLease, keep, grant, publish
+-- KEYS are (lock, queue, tickets, channel, released) per key: the keys `mutex(key)` uses, so a
+-- multi-key hold and a mutex of one of its keys exclude each other. `hold` is the id a fresh
+-- acquisition founds its hold with on every lock (also its ticket); `entry` this entry's id
+-- (= hold when fresh). `join`: '' fresh; a hold id to re-enter that very hold; '*' to enter the
+-- hold `owner` has on every one of the locks (one hold, on all of them), else as fresh.
+-- `ticketLease` ms, 0: no ticket. `keep`, `grant`, `publish` as in release.lua, for the locks a
+-- waiter stops holding back.
 -- Invariant: a hold is founded on every lock or on none, and only when each lock is free with no
--- live ticket ahead of the caller's (no deadlock between overlapping sets: see lib/multi.lua; a
--- waiter holds nothing while it waits); an entry id is recorded on every lock, so a replayed call
--- changes nothing and answers what the first run answered; a re-entry never founds a hold; no lock
--- hash holds a hold without a PTTL.
+-- live ticket that holds the line ahead of the caller's. A waiter holds nothing; it holds the
+-- lines back ('m') only while every lock is free, never while it waits for a holder ('n'): no
+-- deadlock between overlapping sets, nor with a flow that holds one of the locks and asks for
+-- another (lib/multi.lua). An entry id is recorded on every lock, so a replayed call changes
+-- nothing and answers what the first run answered; a re-entry never founds a hold; no lock hash
+-- holds a hold without a PTTL.
 -- Returns {1, hold, pttl, token, lease token, ...} founded (a token and a lease token per key, in
 -- KEYS order; the lease token is field l, written by raise-fence in quorum mode, else the token);
 -- {2, hold, pttl, token, lease token, ...} entered; {0, wait ms, position, 0} busy (position -1:
@@ -22,7 +26,7 @@
 --@include lib/exclusive.lua
 --@include lib/multi.lua
 local ttlMs, leaseMs = tonumber(ttl), tonumber(ticketLease)
-local locks = locksOf(3)
+local locks = locksOf(5)
 
 -- Every lock's hold as it stands: {code, hold, pttl, token, lease token, ...}, or {-1} if the
 -- entry (or the hold `id`) is not on every lock.
@@ -62,25 +66,32 @@ if join ~= '' then
   return answer(2, join)
 end
 
-local waitMs, blocked, counters, heads = 0, false, {}, {}
+local waitMs, held, blocked, counters = 0, false, false, {}
 for i, l in ipairs(locks) do
   local st = redis.call('HMGET', l.lock, 'o', 'c')
   counters[i] = st[2]
+  liveHead(l.queue, l.tickets)
   if st[1] then
-    blocked = true
+    held = true
     waitMs = math.max(waitMs, redis.call('PTTL', l.lock))
-  else
-    local head = liveHead(l.queue, l.tickets)
-    if head and head.id ~= hold then blocked = true end
-    heads[i] = head
+  elseif lineAhead(l, hold) then
+    blocked = true
   end
 end
-if blocked then
-  if leaseMs == 0 then return {0, waitMs, -1, 0} end
-  return {0, waitMs, standAll(locks, hold, leaseMs, ttlMs, owner), 0}
+if not held and not blocked then
+  for i, l in ipairs(locks) do
+    serveHead(l.queue, l.tickets, hold)
+    found(l.lock, hold, owner, entry, ttlMs, counters[i])
+  end
+  return answer(1, hold)
 end
-for i, l in ipairs(locks) do
-  if heads[i] then serveHead(l.queue, l.tickets, hold) end
-  found(l.lock, hold, owner, entry, ttlMs, counters[i])
+if leaseMs == 0 then return {0, waitMs, -1, 0} end
+local was = modeOf(locks, hold)
+local position = standAll(locks, hold, leaseMs, ttlMs, owner, held and 'n' or 'm')
+-- It held the lines back and now waits for a holder: each free lock goes to whoever is next.
+if held and was == 'm' then
+  for _, l in ipairs(locks) do
+    if redis.call('HEXISTS', l.lock, 'o') == 0 then handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish, false) end
+  end
 end
-return answer(1, hold)
+return {0, waitMs, position, 0}

@@ -18,11 +18,14 @@ export interface HandOverOptions {
   readonly publish: "PUBLISH" | "SPUBLISH";
 }
 
-/** One attempt on every key at once. */
-export function acquireMultiCall(keys: MultiKeys, call: AcquireCall): ScriptCall<MultiAcquireReply> {
+const freeingKeys = (keys: MultiKeys): string[] => keys.each.flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, k.released]);
+
+/** One attempt on every key at once (a waiter that stops holding lines back hands the free keys on). */
+export function acquireMultiCall(keys: MultiKeys, call: AcquireCall, o: HandOverOptions): ScriptCall<MultiAcquireReply> {
   const { ask, entry, join } = call;
-  return scripts.acquireMulti.call({}, { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs },
-    { keys: keys.each.flatMap((k) => [k.lock, k.queue, k.tickets]) });
+  return scripts.acquireMulti.call({}, {
+    owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, keep: o.keep, grant: o.grant, publish: o.publish,
+  }, { keys: freeingKeys(keys) });
 }
 
 /** The reply as the store's result: `ref.token` and `leaseToken` are the first key's, `ref.tokens` every key's. */
@@ -36,8 +39,6 @@ export function multiResult(target: MultiTarget, reply: MultiAcquireReply): Acqu
     leaseTokens: reply.leaseTokens,
   };
 }
-
-const freeingKeys = (keys: MultiKeys): string[] => keys.each.flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, k.released]);
 
 /** Gives back one entry on every key; the last frees them all, each handed to its queue. */
 export function releaseMultiCall(keys: MultiKeys, hold: string, entry: string, o: HandOverOptions): ScriptCall<ReleaseReply> {

@@ -50,7 +50,7 @@ export class SingleStore implements Store {
     // A reply that comes after we gave up on it still took (or queued) something: give it back.
     const undo = (): Promise<void> => this.#abandonQuietly(call);
     let reply: AcquireReply;
-    if (target.family === "multi") return multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call), undo));
+    if (target.family === "multi") return multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo));
     if (target.family === "exclusive") {
       const k = target.keys;
       reply = await this.endpoint.run(scripts.acquire.call(

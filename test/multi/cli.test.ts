@@ -44,12 +44,12 @@ describe("the CLI on multiLock keys", () => {
       assert.equal(node.mutex?.holder?.fencingToken, String(lease.fencingTokens.get(key)));
     }
     const text = await cli(["inspect", "--redis", server.url, "set:b"]);
-    assert.match(text.stdout, /with other keys \(a multiLock\)/);
+    assert.match(text.stdout, /with other keys \(a multiLock waiting for a holder: others pass it\)/);
     const c = JSON.parse((await cli(["inspect", "--redis", server.url, "set:c", "--json"])).stdout) as InspectReport;
     const node = c.nodes[0];
     assert.ok(node && !("error" in node));
     assert.equal(node.mutex?.holder, null, "the waiting set took nothing");
-    assert.equal(node.mutex?.queue[0]?.mode, "m");
+    assert.equal(node.mutex?.queue[0]?.mode, "n", "waiting for set:b's holder, it lets others pass");
   });
 
   it("list shows every key of the set as a held mutex", async () => {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
-import { DeadlockError, InvalidArgumentError, LockLostError, LockTimeoutError } from "../../src/index.js";
+import { DeadlockError, InvalidArgumentError, type Lease, LockLostError, LockTimeoutError } from "../../src/index.js";
 import { aborted, assertEveryKeyExpires, Harness, startsWaiting, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
@@ -46,6 +46,23 @@ describe("multiLock", () => {
     const a = await other.mutex("a").tryAcquire();
     assert.ok(a, "released: the mutex gets it");
     await a.release();
+  });
+
+  it("a flow that holds one of its keys and asks for another is not stuck behind the waiting set", async () => {
+    const locks = h.locks();
+    const other = h.locks();
+    const set = locks.multiLock(["n1", "n2"]);
+    let pending: Promise<Lease> | undefined;
+    await other.mutex("n2").withLock(async () => {
+      const waits = startsWaiting(set.key);
+      pending = set.acquire({ timeout: 10_000 });
+      await waits;
+      // This flow's own order is n2 then n1; the set, which waits for n2, must not keep n1 from it.
+      const n1 = await within(2_000, other.mutex("n1").acquire({ timeout: 5_000 }), "n1 while the set waits");
+      await n1.release();
+    });
+    const lease = await within(5_000, pending!, "the set once both are free");
+    await lease.release();
   });
 
   it("a mutex waiter on one of its keys is handed the key at release; another multiLock waits its turn", async () => {

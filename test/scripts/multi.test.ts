@@ -16,10 +16,11 @@ void describe("multi-key scripts", () => {
 
   const keysOf = (names: readonly string[]): ExclusiveKeys[] => names.map((n) => b.exclusive(n));
   const all = (names: readonly string[]): string[] => keysOf(names).flatMap(exclusiveKeys);
-  const acquire = (names: readonly string[], owner: string, hold: string, o: { entry?: string; join?: string; ticketLease?: number } = {}) =>
-    scripts.acquireMulti.call({}, { owner, hold, entry: o.entry ?? hold, ttl: 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0 },
-      { keys: keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets]) });
   const freeing = (names: readonly string[]) => keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, k.released]);
+  const acquire = (names: readonly string[], owner: string, hold: string, o: { entry?: string; join?: string; ticketLease?: number } = {}) =>
+    scripts.acquireMulti.call({}, {
+      owner, hold, entry: o.entry ?? hold, ttl: 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0, keep: 60_000, grant: "1", publish: "PUBLISH",
+    }, { keys: freeing(names) });
   const release = (names: readonly string[], hold: string, entry: string, grant = "1") =>
     scripts.releaseMulti.call({}, { hold, entry, keep: 60_000, window: 10_000, grant, publish: "PUBLISH" }, { keys: freeing(names) });
   const leave = (names: readonly string[], ticket: string) =>
@@ -58,7 +59,7 @@ void describe("multi-key scripts", () => {
     assertAllExpire(r.after);
   });
 
-  void it("takes nothing while one key is held, and stands in every queue under one 'm' ticket", async () => {
+  void it("takes nothing while one key is held, and stands aside in every queue ('n'): a mutex takes its free key meanwhile", async () => {
     const names = ["n:a", "n:b"];
     await mutex("n:b", "holder", "hb");
     const r = await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
@@ -67,10 +68,12 @@ void describe("multi-key scripts", () => {
     assert.equal(await b.redis.hexists(b.exclusive("n:a").lock, "o"), 0, "the free key was not taken");
     for (const k of keysOf(names)) {
       assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["t"]);
-      assert.match((await b.redis.hget(k.tickets, "t")) ?? "", /^\d+\|10000\|1\|m\|o$/);
+      assert.match((await b.redis.hget(k.tickets, "t")) ?? "", /^\d+\|10000\|1\|n\|o$/);
     }
+    assert.equal((await mutex("n:a", "passer", "p")).status, "founded", "a set waiting for a holder holds no free key back");
     // Without a ticket lease (one attempt) nothing stands anywhere.
     const once = await b.run(acquire(["n:c", "n:b"], "o", "t2"));
+    assert.equal(once.status, "busy");
     assert.deepEqual(once, { status: "busy", waitMs: once.status === "busy" ? once.waitMs : 0, position: -1, counter: 0n });
     assert.equal(await b.redis.exists(b.exclusive("n:c").queue), 0);
   });
@@ -83,7 +86,30 @@ void describe("multi-key scripts", () => {
     const r = await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
     assert.ok(r.status === "busy" && r.position === 1, r.status);
     assert.equal(await b.redis.hexists(b.exclusive("j:a").lock, "o"), 0);
+    assert.match((await b.redis.hget(b.exclusive("j:a").tickets, "t")) ?? "", /\|m\|o$/, "waiting only for a ticket, it holds the lines");
+    assert.equal((await mutex("j:a", "later", "later", 3_000)).status, "busy", "a later mutex of its free key waits behind it");
     assert.equal((await mutex("j:b", "w", "mutex-ticket", 3_000)).status, "founded", "the head takes its turn");
+  });
+
+  void it("a waiter that held the lines while a key was taken is told to attempt, stands aside, and hands its free keys on", async () => {
+    const names = ["s:a", "s:b"];
+    const ka = b.exclusive("s:a");
+    const listener = await b.listen(ka.channel);
+    await mutex("s:b", "holder", "hb");
+    await mutex("s:b", "w", "w", 3_000);
+    await b.redis.del(b.exclusive("s:b").lock);
+    await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
+    assert.equal((await mutex("s:a", "later", "later", 3_000)).status, "busy");
+    assert.equal((await mutex("s:b", "w", "w", 3_000)).status, "founded", "the ticket ahead takes s:b");
+    assert.deepEqual((await b.run(refresh(names, "t"))).map(ticketState), [{ status: "turn" }], "its lines are held for nothing now");
+    const r = await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
+    assert.equal(r.status, "busy");
+    assert.match((await b.redis.hget(ka.tickets, "t")) ?? "", /\|n\|o$/, "it stands aside");
+    assert.equal(await b.redis.hget(ka.lock, "h"), "later", "s:a went to the mutex waiter it held back");
+    await b.redis.ping();
+    assert.match(listener.messages.join(","), /^g later \d+ \d+$/, "granted, and nobody told to attempt for nothing");
+    assert.deepEqual((await b.run(refresh(names, "t"))).map(ticketState), [{ status: "queued", position: 0, counter: 0n }]);
+    listener.close();
   });
 
   void it("a re-entry adds an entry on every key; releases give back one entry at a time, replays change nothing", async () => {
@@ -126,9 +152,10 @@ void describe("multi-key scripts", () => {
     lb.close();
   });
 
-  void it("a mutex release tells a multi-key head its turn instead of granting it the key", async () => {
+  void it("a mutex release tells a multi-key waiter it passes over its turn, and grants it nothing", async () => {
     const names = ["mt:a", "mt:b"];
     const ka = b.exclusive("mt:a");
+    const listener = await b.listen(ka.channel);
     const held = await mutex("mt:a", "holder", "ha");
     assert.equal(held.status, "founded");
     await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
@@ -137,19 +164,26 @@ void describe("multi-key scripts", () => {
     assert.deepEqual(r, { status: "freed", grants: [] });
     assert.equal(await b.redis.hexists(ka.lock, "o"), 0);
     assert.deepEqual(await b.redis.lrange(ka.queue, 0, -1), ["t"], "it keeps its place until it attempts");
+    await b.redis.ping();
+    assert.deepEqual(listener.messages, ["t t"]);
+    listener.close();
   });
 
   void it("leaving gives back a hold founded for the ticket, leaves every queue, and serves the next head", async () => {
     const names = ["l:a", "l:b"];
     const [ka, kb] = keysOf(names) as [ExclusiveKeys, ExclusiveKeys];
+    // It holds the lines (waiting only for the mutex ticket ahead of it on l:b), so l:a's waiter is behind it.
     await mutex("l:b", "holder", "hb");
+    await mutex("l:b", "w", "ahead", 3_000);
+    await b.redis.del(kb.lock);
     await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
-    await mutex("l:a", "w", "behind", 3_000);
+    assert.equal((await mutex("l:a", "w", "behind", 3_000)).status, "busy");
     const r = await b.replay(leave(names, "t"), all(names));
     assert.equal(r.first, 1);
     assert.equal(r.second, 0, "running it again finds it nowhere");
     assert.deepEqual(r.again, r.after);
     assert.equal(await b.redis.hget(ka.lock, "h"), "behind", "the free key went to the waiter behind it");
+    assert.equal(await b.redis.hget(kb.lock, "h"), "ahead", "and l:b to the one ahead of it, whose turn it was");
     assert.deepEqual(await b.redis.lrange(kb.queue, 0, -1), []);
     await b.run(acquire(["l:c", "l:d"], "o", "lost"));
     assert.equal(await b.run(leave(["l:c", "l:d"], "lost")), 2, "an attempt whose answer was lost is given back");
