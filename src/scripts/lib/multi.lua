@@ -19,13 +19,10 @@ end
 -- Whether a live ticket that holds the line stands ahead of `ticket` in `l`'s queue (anywhere in
 -- it, if `ticket` does not stand there).
 local function lineAhead(l, ticket)
-  local i = 0
-  local id = redis.call('LINDEX', l.queue, 0)
-  while id and id ~= ticket do
+  for _, id in ipairs(redis.call('LRANGE', l.queue, 0, -1)) do
+    if id == ticket then return false end
     local t = ticketOf(l.tickets, id)
     if t and t.deadline > nowMs() and t.mode ~= 'n' then return true end
-    i = i + 1
-    id = redis.call('LINDEX', l.queue, i)
   end
   return false
 end
