@@ -2,8 +2,10 @@
  * A lock over several keys at once: one hold founded on each key's mutex in one script call, all
  * or none, on the mutex's own keys (so it excludes `mutex(key)` of any of its keys, and the other
  * way round). It waits in every key's queue under one ticket and is told its turn, never granted a
- * key alone, so it never holds some keys while it waits for others: two multiLocks of overlapping
- * sets, taken in any order, cannot deadlock (src/scripts/lib/multi.lua).
+ * key alone, so it never holds some keys while it waits for others; while one of its keys is held
+ * it stands aside in the other queues. So two multiLocks of overlapping sets, taken in any order,
+ * cannot deadlock, nor can a multiLock and a flow that holds one of its keys and asks for another
+ * (src/scripts/lib/multi.lua).
  */
 import { InvalidArgumentError } from "../errors.js";
 import { slotOf } from "../keys.js";
