@@ -64,6 +64,7 @@ export class KeySpace {
     };
   }
 
+  /** A multiLock's keys: each key's mutex keys, under one name for errors and diagnostics. */
   multi(keys: readonly string[]): MultiKeys {
     return { key: JSON.stringify(keys), each: keys.map((key) => this.exclusive(key)) };
   }
