@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
-import { DeadlockError, InvalidArgumentError, type Lease, LockLostError, LockTimeoutError } from "../../src/index.js";
-import { aborted, assertEveryKeyExpires, Harness, startsWaiting, within } from "../helpers/fixtures.js";
+import { ClosedError, DeadlockError, InvalidArgumentError, type Lease, LockLostError, LockTimeoutError } from "../../src/index.js";
+import { aborted, assertEveryKeyExpires, eventually, Harness, startsWaiting, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
 
@@ -128,6 +128,21 @@ describe("multiLock", () => {
     assert.ok(w1, "w1 is free again for a mutex: the ticket left its queue");
     assert.equal(await server.command("LLEN", "surelock:{w2}:queue"), 0);
     await Promise.all([w1.release(), busy.release()]);
+  });
+
+  it("close() ends a waiting acquire with ClosedError and leaves every queue", async () => {
+    const locks = h.locks();
+    const other = h.locks();
+    const busy = await other.mutex("z2").acquire();
+    const set = locks.multiLock(["z1", "z2"]);
+    const waits = startsWaiting(set.key);
+    const pending = set.acquire();
+    await waits;
+    await locks.close();
+    await assert.rejects(within(2_000, pending), ClosedError);
+    await eventually(async () => Number(await server.command("LLEN", "surelock:{z2}:queue")) === 0, 2_000, "the ticket to leave");
+    assert.equal(await server.command("LLEN", "surelock:{z1}:queue"), 0);
+    await busy.release();
   });
 
   it("losing any one key loses the lease: its signal aborts with LockLostError", async () => {
