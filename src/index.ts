@@ -5,6 +5,8 @@ export type { IoredisClient, NodeRedisClient } from "./adapters/detect.js";
 export { Lease } from "./lease/lease.js";
 export { Mutex } from "./primitives/mutex.js";
 export type { MutexOptions } from "./primitives/mutex.js";
+export { MultiLock } from "./primitives/multi-lock.js";
+export type { MultiLockOptions } from "./primitives/multi-lock.js";
 export { Semaphore } from "./primitives/semaphore.js";
 export type { SemaphoreOptions, SemaphoreAcquireOptions, SemaphoreTryAcquireOptions } from "./primitives/semaphore.js";
 export { ReadWriteLock, ReadWriteSide } from "./primitives/read-write-lock.js";

@@ -26,6 +26,17 @@ export interface SharedKeys {
   readonly channel: string;
 }
 
+/**
+ * Several mutexes taken as one (a multiLock): each key's own mutex keys, so a multiLock and a
+ * `mutex(key)` of one of its keys exclude each other.
+ */
+export interface MultiKeys {
+  /** The keys as one name, for errors and diagnostics: their JSON array, as given. */
+  readonly key: string;
+  /** Each key's mutex keys, in the order given. */
+  readonly each: readonly ExclusiveKeys[];
+}
+
 /** Kinds of lock, each in its own name space. */
 export type SharedKind = "rw" | "sem";
 
@@ -51,6 +62,11 @@ export class KeySpace {
     return {
       key, lock: `${base}:lock`, queue: `${base}:queue`, tickets: `${base}:tickets`, released: `${base}:released`, channel: `${base}:wake`,
     };
+  }
+
+  /** A multiLock's keys: each key's mutex keys, under one name for errors and diagnostics. */
+  multi(keys: readonly string[]): MultiKeys {
+    return { key: JSON.stringify(keys), each: keys.map((key) => this.exclusive(key)) };
   }
 
   shared(key: string, kind: SharedKind): SharedKeys {

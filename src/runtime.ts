@@ -114,7 +114,8 @@ export class Runtime implements LeaseRuntime {
   /** The hold an obtained acquisition stands on: the one this process has already, or a new one. */
   holdFor(got: Obtained, owner: string, ttlMs: number, renewing: boolean, permits: number): Hold {
     const existing = this.#holds.get(got.ref.hold);
-    if (existing && !existing.lost) return existing;
+    // A mutex that joined a multiLock's hold by owner stands on that key alone: a hold of its own here.
+    if (existing && !existing.lost && existing.ref.target.family === got.ref.target.family) return existing;
     const hold = new Hold({
       ref: got.ref, owner, ttlMs, renewing, permits, clock: this.clock, confirmed: Hold.first(got.sentAt, ttlMs), pttlMs: got.pttlMs,
     });

@@ -11,6 +11,7 @@ import { KeySpace } from "./keys.js";
 import { Election, type ElectionOptions } from "./primitives/election.js";
 import { CountDownLatch, type LatchOptions } from "./primitives/latch.js";
 import type { LockedWork, WithLockOptions } from "./primitives/lock.js";
+import { MultiLock, checkMultiKeys, type MultiLockOptions } from "./primitives/multi-lock.js";
 import { Mutex, type MutexOptions } from "./primitives/mutex.js";
 import { ReadWriteLock, type ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 import { Semaphore, type SemaphoreOptions } from "./primitives/semaphore.js";
@@ -124,6 +125,19 @@ export class Surelock {
     if (o.fair !== undefined) checkBoolean("options.fair", o.fair);
     this.#rt.assertOpen();
     return Mutex._create(this.#rt, key, ttl);
+  }
+
+  /**
+   * A lock over several keys at once, taken and released as one (all or none), on the same keys as
+   * `mutex(key)` of each. On a Redis Cluster the keys must share one slot (a common hash tag such
+   * as `{order}:a`, `{order}:b`): checked here, before any I/O.
+   */
+  multiLock(keys: readonly string[], options?: MultiLockOptions): MultiLock {
+    const checked = checkMultiKeys(this.#rt, keys, this.#endpoints.some((e) => e.adapter.cluster));
+    const o = checkOptions<MultiLockOptions>("options", options, ["ttl"]);
+    const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
+    this.#rt.assertOpen();
+    return MultiLock._create(this.#rt, checked, ttl);
   }
 
   /** A read-write lock on `key`: `read()` and `write()` are each used like a mutex. */

@@ -4,8 +4,8 @@
  */
 import type { Redis } from "ioredis";
 import {
-  type AcquireOptions, CountDownLatch, Election, FencingGuard, type Leader, Lease, LockLostError, type LockLostReason, type Lockable, Mutex,
-  ReadWriteLock, ReadWriteSide, Semaphore, Surelock, SurelockError,
+  type AcquireOptions, CountDownLatch, Election, FencingGuard, type Leader, Lease, LockLostError, type LockLostReason, type Lockable, MultiLock,
+  Mutex, ReadWriteLock, ReadWriteSide, Semaphore, Surelock, SurelockError,
 } from "../src/index.js";
 import * as published from "surelock";
 
@@ -55,6 +55,13 @@ export async function shapes(): Promise<void> {
   // @ts-expect-error: a leader's token is a bigint
   const tokenNumber: number | undefined = leader?.fencingToken;
   void tokenNumber;
+  const set: MultiLock = locks.multiLock(["{o}:a", "{o}:b"], { ttl: 5_000 });
+  const keys: readonly string[] = set.keys;
+  const held: Lease = await set.acquire({ timeout: 10 });
+  const tokens: ReadonlyMap<string, bigint> = held.fencingTokens;
+  void [keys, tokens];
+  // @ts-expect-error: a multiLock takes an array of keys
+  locks.multiLock("a");
 }
 
 /** What the code forbids, the types forbid too: in the sources, and in the published declarations. */
@@ -75,6 +82,8 @@ export function forbidden(): void {
   new Election();
   // @ts-expect-error: made by Surelock.latch()
   new CountDownLatch();
+  // @ts-expect-error: made by Surelock.multiLock()
+  new MultiLock();
   // @ts-expect-error: published: no constructors either
   new published.Election();
   // @ts-expect-error: published: cannot be subclassed

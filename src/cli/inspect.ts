@@ -119,6 +119,10 @@ function wants(t: QueuedWaiter): string {
   if (t.mode === "r") return ", to read";
   if (t.mode === "w") return ", to write";
   if (t.mode === "s") return `, for ${plural(t.permits, "permit")}`;
+  // A multiLock's waiter: it stands in the queue of each of its keys, and takes them all at once;
+  // while one of them is held ('n') it lets the others pass.
+  if (t.mode === "m") return ", with other keys (a multiLock)";
+  if (t.mode === "n") return ", with other keys (a multiLock waiting for a holder: others pass it)";
   return "";
 }
 

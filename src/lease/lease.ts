@@ -36,8 +36,16 @@ const INTERNAL = Symbol("surelock.lease");
 export class Lease implements AsyncDisposable {
   /** The user's key, as given. */
   readonly key: string;
-  /** Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries. */
+  /**
+   * Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries.
+   * A multiLock's lease: its first key's (see `fencingTokens`).
+   */
   readonly fencingToken: bigint;
+  /**
+   * Each key's fencing token: the one key of a mutex or another lock (the same as `fencingToken`);
+   * every key of a multiLock, in the order given, each strictly increasing for its key.
+   */
+  readonly fencingTokens: ReadonlyMap<string, bigint>;
   /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
   readonly owner: string;
   /** How many permits of a semaphore it holds (given back together by `release()`); 1 for other locks. */
@@ -58,6 +66,10 @@ export class Lease implements AsyncDisposable {
     if (token !== INTERNAL) throw new TypeError("a Lease is made by acquire(), tryAcquire() or withLock()");
     this.key = hold.key;
     this.fencingToken = hold.token;
+    const target = hold.ref.target;
+    this.fencingTokens = new Map(target.family === "multi"
+      ? target.keys.each.map((k, i) => [k.key, hold.ref.tokens?.[i] ?? 0n] as const)
+      : [[hold.key, hold.token] as const]);
     this.owner = hold.owner;
     this.permits = hold.permits;
     this.#hold = hold;

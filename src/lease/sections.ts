@@ -26,12 +26,18 @@ export class Sections {
     return section?.open ? section : undefined;
   }
 
-  /** Runs `fn` inside `section`. Inside a write section a nested read keeps the write in scope. */
-  run<T>(lockId: string, section: Section, fn: () => T): T {
-    const outer = this.current(lockId);
-    if (outer?.mode === "w" && section.mode === "r") return fn();
+  /**
+   * Runs `fn` inside `section`, which stands for each of `lockIds` (a multiLock's: its own and each
+   * key's mutex). Inside a write section a nested read keeps the write in scope.
+   */
+  run<T>(lockIds: readonly string[], section: Section, fn: () => T): T {
     const sections = new Map(this.#storage.getStore());
-    sections.set(lockId, section);
-    return this.#storage.run(sections, fn);
+    let entered = false;
+    for (const lockId of lockIds) {
+      if (this.current(lockId)?.mode === "w" && section.mode === "r") continue;
+      sections.set(lockId, section);
+      entered = true;
+    }
+    return entered ? this.#storage.run(sections, fn) : fn();
   }
 }

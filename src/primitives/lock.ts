@@ -68,7 +68,10 @@ export interface LockSpec {
   readonly target: LockTarget;
   /** The re-entry identity: sections of this id are this lock's. */
   readonly lockId: string;
-  readonly channel: string;
+  /** More ids a `withLock` section of this lock also stands for (a multiLock: each key's mutex). */
+  readonly sectionIds?: readonly string[];
+  /** Its wake-up channel (a multi-key lock: each key's). */
+  readonly channel: string | readonly string[];
   readonly mode: HoldMode;
   /**
    * A semaphore's: the largest `permits` an acquisition may ask for now (its limit). Without it,
@@ -132,7 +135,7 @@ export abstract class Lock implements Lockable {
     const section: Section = { lease, mode: this.#spec.mode === "r" ? "r" : "w", open: true };
     let value: T;
     try {
-      value = await this.#rt.sections.run(this.#spec.lockId, section, () => work(lease));
+      value = await this.#rt.sections.run([this.#spec.lockId, ...(this.#spec.sectionIds ?? [])], section, () => work(lease));
     } catch (error) {
       section.open = false;
       await lease.release().catch((releaseError: unknown) => {

@@ -31,7 +31,14 @@ export class Mutex extends Lock {
       mode: "x",
       ttlMs,
       sharesByOwner: true,
-      reentry: (section) => (section ? { kind: "join", hold: section.lease._hold.ref.hold } : { kind: "fresh" }),
+      reentry: (section) => {
+        if (!section) return { kind: "fresh" };
+        // The flow holds this key through a multiLock: one of its keys cannot be re-entered alone.
+        if (section.lease._hold.ref.target.family === "multi") {
+          return { kind: "deadlock", why: `this flow holds the key in multiLock ${section.lease.key}: a mutex of one of its keys cannot re-enter it` };
+        }
+        return { kind: "join", hold: section.lease._hold.ref.hold };
+      },
     });
   }
 

@@ -14,8 +14,9 @@ import { QuorumError, UnsupportedError } from "../errors.js";
 import type { ScriptCall } from "../scripts/index.js";
 import type {
   AcquireCall, AcquireResult, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult,
-  SharedTarget, Store,
+  SharedTarget, SingleTarget, Store,
 } from "../store/types.js";
+import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
 import { NodeSubscriber } from "./node-subscriber.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type Vote } from "./votes.js";
 
@@ -62,21 +63,24 @@ export class QuorumStore implements Store {
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
-      let won: { hold: string; token: bigint } | undefined;
+      /** A multi-key hold: each node's own token per key. */
+      const ownTokens: (readonly bigint[] | undefined)[] = this.#nodes.map(() => undefined);
+      let won: { hold: string; token: bigint; tokens: bigint[] | undefined } | undefined;
       const { decision, votes, rest } = await fanOut(
         this.#nodes.length,
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
           const d = decideAcquire(sofar, this.#nodes.length, all, need);
-          if (d?.outcome === "won") won = { hold: d.hold, token: d.token };
+          if (d?.outcome === "won") won = { hold: d.hold, token: d.token, tokens: chosenTokens(sofar, d.hold) };
           return d;
         },
         // A vote after the decision: keep it if it is for the winning hold with no larger a token
         // than the lease's (a process joining the hold would read that one), else give it back.
         (vote) => {
           if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won?.hold &&
-            vote.value.leaseToken <= won.token) {
+            vote.value.leaseToken <= won.token && withinTokens(vote.value.leaseTokens, won.tokens)) {
             nodeTokens[vote.node] = vote.value.ref.token;
+            ownTokens[vote.node] = vote.value.ref.tokens;
             return undefined;
           }
           return this.#store(vote.node).abandon(call).catch(() => {});
@@ -85,16 +89,18 @@ export class QuorumStore implements Store {
       for (const v of votes) {
         if (v.ok && (v.value.status === "founded" || v.value.status === "entered") && v.value.ref.hold === won?.hold) {
           nodeTokens[v.node] = v.value.ref.token;
+          ownTokens[v.node] = v.value.ref.tokens;
         }
       }
       if (decision.outcome === "won") {
-        const ref: HoldRef = { target: call.target, hold: decision.hold, token: decision.token, nodeTokens };
-        if (await this.#raise(call, ref, need)) {
+        const ref: HoldRef = { target: call.target, hold: decision.hold, token: decision.token, nodeTokens, tokens: won?.tokens };
+        if (await this.#raise(call, ref, ownTokens, need)) {
           // The hold lives while `need` of its nodes do: until the need-th latest expiry.
           const pttls = votes.flatMap((v) => (v.ok && "ref" in v.value && v.value.ref.hold === won?.hold ? [v.value.pttlMs] : []))
             .sort((a, b) => b - a);
           return {
             status: decision.entered ? "entered" : "founded", ref, pttlMs: pttls[need - 1] ?? 0, leaseToken: decision.token,
+            leaseTokens: won?.tokens,
           };
         }
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
@@ -169,7 +175,7 @@ export class QuorumStore implements Store {
     throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
   }
 
-  async raise(target: LockTarget, chosen: bigint, hold: string): Promise<void> {
+  async raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void> {
     await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen, hold)));
   }
 
@@ -195,11 +201,13 @@ export class QuorumStore implements Store {
    * Raises the counters of the nodes that issued a smaller token than the chosen one. A node that
    * cannot be raised does not count; returns whether `need` nodes still hold the hold.
    */
-  async #raise(call: AcquireCall, ref: HoldRef, need: number): Promise<boolean> {
+  async #raise(call: AcquireCall, ref: HoldRef, ownTokens: readonly (readonly bigint[] | undefined)[], need: number): Promise<boolean> {
     const tokens = ref.nodeTokens ?? [];
-    const behind = tokens.flatMap((t, i) => (t > 0n && t < ref.token ? [i] : []));
+    const needs = tokens.map((t, i) => (t > 0n ? raisesFor(call.target, ref, t, ownTokens[i]) : []));
+    const behind = needs.flatMap((n, i) => (n.length > 0 ? [i] : []));
     if (behind.length === 0) return true;
-    const raised = await Promise.all(behind.map((i) => this.#store(i).raise(call.target, ref.token, ref.hold).then(() => true, () => false)));
+    const raised = await Promise.all(behind.map((i) => Promise.all((needs[i] ?? []).map((r) => this.#store(i).raise(r.target, r.chosen, ref.hold)))
+      .then(() => true, () => false)));
     behind.forEach((i, j) => {
       if (raised[j]) return;
       tokens[i] = 0n;

@@ -89,15 +89,17 @@ export type AcquireDecision =
  */
 export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, all: boolean, need = majorityOf(n)): AcquireDecision | undefined {
   const m = need;
-  const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean }>();
+  const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean; tokens: string | undefined }>();
   for (const v of votes) {
     if (!v.ok || (v.value.status !== "founded" && v.value.status !== "entered")) continue;
     // A hold's lease token: the one its quorum chose where that was recorded, else the node's own.
     const token = v.value.leaseToken;
-    const group = byHold.get(v.value.ref.hold) ?? { token, count: 0, entered: 0, agree: true };
+    // A multi-key hold's counters agree only if they agree on every key.
+    const tokens = v.value.leaseTokens?.join(",");
+    const group = byHold.get(v.value.ref.hold) ?? { token, count: 0, entered: 0, agree: true, tokens };
     group.count++;
     if (v.value.status === "entered") group.entered++;
-    if (token !== group.token) group.agree = false;
+    if (token !== group.token || tokens !== group.tokens) group.agree = false;
     if (token > group.token) group.token = token;
     byHold.set(v.value.ref.hold, group);
   }

@@ -115,6 +115,35 @@ function parseAcquire(script: string): (reply: unknown) => AcquireReply {
   };
 }
 
+/** What an attempt on several mutexes at once got: as AcquireReply, with a token per key (in KEYS order). */
+export type MultiAcquireReply =
+  | {
+    readonly status: "founded" | "entered"; readonly hold: string; readonly pttlMs: number;
+    /** Each key's own token on this node; `leaseTokens` the ones its quorum chose (field l), or the same. */
+    readonly tokens: readonly bigint[]; readonly leaseTokens: readonly bigint[];
+  }
+  | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
+  | { readonly status: "gone" };
+
+function parseAcquireMulti(reply: unknown): MultiAcquireReply {
+  const s = "acquire-multi";
+  const [code, a, b, c, ...rest] = coded(s, reply);
+  if (code === 1 || code === 2) {
+    const all = [c, ...rest];
+    if (all.length === 0 || all.length % 2 !== 0) unexpected(s, reply);
+    const tokens: bigint[] = [];
+    const leaseTokens: bigint[] = [];
+    for (let i = 0; i < all.length; i += 2) {
+      tokens.push(BigInt(int(s, reply, all[i])));
+      leaseTokens.push(BigInt(int(s, reply, all[i + 1])));
+    }
+    return { status: code === 1 ? "founded" : "entered", hold: text(s, reply, a), pttlMs: int(s, reply, b), tokens, leaseTokens };
+  }
+  if (code === 0) return { status: "busy", waitMs: Math.max(0, int(s, reply, a)), position: int(s, reply, b), counter: BigInt(int(s, reply, c)) };
+  if (code === -1) return { status: "gone" };
+  return unexpected(s, reply);
+}
+
 /** The lock handed to a queued waiter by the release that freed it. */
 export interface Grant {
   readonly ticket: string;
@@ -297,4 +326,7 @@ export const scripts = {
   countDown: bind(LUA.countDown, true, parseLatch("count-down")),
   readLatch: bind(LUA.readLatch, false, parseLatch("read-latch")),
   forceRelease: bind(LUA.forceRelease, false, parseJson("force-release")),
+  acquireMulti: bind(LUA.acquireMulti, true, parseAcquireMulti),
+  releaseMulti: bind(LUA.releaseMulti, false, parseRelease("release-multi")),
+  leaveMulti: bind(LUA.leaveMulti, false, parseInt("leave-multi")),
 } as const;

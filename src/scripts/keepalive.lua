@@ -7,20 +7,25 @@
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'q' ticket lease ttl owner            KEYS lock queue tickets released         a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
+--   'm' ticket lease ttl owner n          KEYS (lock queue tickets) x n            a multi-key waiter
 -- Invariant: a hold is renewed only while that very hold is live, never revived, and its life is
--- only ever lengthened (never below what any sharer was promised); a ticket keeps
--- its place while refreshed (a lapsed one stands again at the back, unless it asks for more
--- permits than the semaphore has: it is told to attempt, which refuses it), but a ticket whose
--- hold was granted and given back never stands again (a late refresh would put a ghost at the
--- head, which the next release would grant to); nothing is founded here.
+-- only ever lengthened (never below what any sharer was promised); a ticket keeps its place while
+-- refreshed (a lapsed one stands again at the back, unless it asks for more permits than the
+-- semaphore has: it is told to attempt, which refuses it), but a ticket whose hold was granted and
+-- given back never stands again (a late refresh would put a ghost at the head, which the next
+-- release would grant to); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
 -- {0, position, counter} waiting (counter: the lock's counter now); {3} its hold was granted and
--- given back already (a late refresh: nothing done).
+-- given back already (a late refresh: nothing done). A multi-key waiter is never granted: {2}
+-- when every lock is free with no line held ahead of it (or when it held the lines back while a
+-- lock was taken: its attempt stands aside), {0, position, 0} otherwise (position -1, not
+-- standing again, while a hold of its own attempt is on its locks).
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
 --@include lib/shared.lua
+--@include lib/multi.lua
 local out, k, i = {}, 1, 1
 local function key()
   local name = KEYS[k]
@@ -64,9 +69,34 @@ while i <= #ARGV do
     else
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
-      if position == 0 and not st[1] then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
+      -- Its turn: the lock is free and it heads the line (multiLock waiters passed over stand aside).
+      local head = liveHead(queue, tickets)
+      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
     end
     i = i + 5
+  elseif kind == 'm' then
+    local ticket, lease, ttl, owner, n = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
+    local locks, mine, held = {}, false, false
+    for j = 1, n do
+      local l = { lock = key(), queue = key(), tickets = key() }
+      locks[j] = l
+      liveHead(l.queue, l.tickets)
+      local h = redis.call('HGET', l.lock, 'h')
+      if h == ticket then mine = true elseif h then held = true end
+    end
+    if mine then out[#out + 1] = {0, -1, 0}
+    else
+      -- Waiting for a holder, it stands aside ('n'). Holding the lines back ('m') while one of its
+      -- locks was taken meanwhile, it keeps its mode and is told to attempt: the attempt stands
+      -- aside and hands on the locks it held back (which needs what only acquire-multi is given).
+      local was = modeOf(locks, ticket)
+      local stale = held and was == 'm'
+      local position = standAll(locks, ticket, lease, ttl, owner, (held and not stale) and 'n' or 'm')
+      local ahead = false
+      for _, l in ipairs(locks) do if lineAhead(l, ticket) then ahead = true end end
+      if stale or (not held and not ahead) then out[#out + 1] = {2} else out[#out + 1] = {0, position, 0} end
+    end
+    i = i + 6
   else
     local state, holders, entries, queue, tickets = key(), key(), key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]

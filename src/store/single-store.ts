@@ -8,8 +8,10 @@ import { slotOf } from "../keys.js";
 import { publish } from "../diagnostics.js";
 import { holdState, scripts, ticketState, type AcquireReply, type Grant, type HoldState, type ReleaseReply } from "../scripts/index.js";
 import type { ScriptCall } from "../scripts/index.js";
+import { acquireMultiCall, combineStates, encodeMulti, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, SharedTarget, Store,
+  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, SharedTarget, SingleTarget,
+  Store,
 } from "./types.js";
 
 export interface SingleStoreOptions {
@@ -49,6 +51,7 @@ export class SingleStore implements Store {
     // A reply that comes after we gave up on it still took (or queued) something: give it back.
     const undo = (): Promise<void> => this.#abandonQuietly(call);
     let reply: AcquireReply;
+    if (target.family === "multi") return multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo));
     if (target.family === "exclusive") {
       const k = target.keys;
       reply = await this.endpoint.run(scripts.acquire.call(
@@ -83,7 +86,9 @@ export class SingleStore implements Store {
 
   async release(ref: HoldRef, entry: string): Promise<ReleaseResult> {
     let reply: ReleaseReply;
-    if (ref.target.family === "exclusive") {
+    if (ref.target.family === "multi") {
+      reply = await this.endpoint.run(releaseMultiCall(ref.target.keys, ref.hold, entry, this.#handOver()));
+    } else if (ref.target.family === "exclusive") {
       const k = ref.target.keys;
       reply = await this.endpoint.run(scripts.release.call(
         { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
@@ -117,23 +122,33 @@ export class SingleStore implements Store {
     await Promise.all(this.#batches(items).map(async (indexes) => {
       const keys: string[] = [];
       const args: (string | number)[] = [];
-      for (const i of indexes) encode(items[i] as KeepaliveItem, keys, args);
+      // A multi-key hold is renewed key by key: its items' replies are combined into one.
+      const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args));
       const replies = await this.endpoint.run(scripts.keepalive.call({}, {}, { keys, args }));
-      if (replies.length !== indexes.length) throw new Error(`keepalive.lua answered ${replies.length} items of ${indexes.length}`);
-      indexes.forEach((index, j) => {
-        out[index] = (items[index] as KeepaliveItem).kind === "renew" ? holdState("keepalive", replies[j]) : ticketState(replies[j]);
+      const sent = counts.reduce((a, b) => a + b, 0);
+      if (replies.length !== sent) throw new Error(`keepalive.lua answered ${replies.length} items of ${sent}`);
+      let j = 0;
+      indexes.forEach((index, n) => {
+        const count = counts[n] as number;
+        const mine = replies.slice(j, (j += count));
+        out[index] = (items[index] as KeepaliveItem).kind === "renew"
+          ? combineStates(mine.map((r) => holdState("keepalive", r))) : ticketState(mine[0]);
       });
     }));
     return out;
   }
 
-  check(ref: HoldRef): Promise<HoldState> {
+  async check(ref: HoldRef): Promise<HoldState> {
     const target = ref.target;
+    if (target.family === "multi") {
+      const states = target.keys.each.map((k) => this.endpoint.run(scripts.check.call({ key: k.lock }, { kind: "x", hold: ref.hold })));
+      return combineStates(await Promise.all(states));
+    }
     const key = target.family === "exclusive" ? target.keys.lock : target.keys.holders;
     return this.endpoint.run(scripts.check.call({ key }, { kind: target.family === "exclusive" ? "x" : "s", hold: ref.hold }));
   }
 
-  async raise(target: LockTarget, chosen: bigint, hold: string): Promise<void> {
+  async raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void> {
     const exclusive = target.family === "exclusive";
     const hash = exclusive ? target.keys.lock : target.keys.state;
     await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs, kind: exclusive ? "x" : "s", hold }));
@@ -153,7 +168,9 @@ export class SingleStore implements Store {
 
   async #leave(target: LockTarget, ticket: string): Promise<void> {
     const common = { keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish };
-    if (target.family === "exclusive") {
+    if (target.family === "multi") {
+      await this.endpoint.run(leaveMultiCall(target.keys, ticket, this.#handOver()));
+    } else if (target.family === "exclusive") {
       const k = target.keys;
       const left = await this.endpoint.run(scripts.leaveQueue.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel }, { ticket, ...common }));
       // A hold founded for the ticket was given back: the lock may be free now.
@@ -178,6 +195,10 @@ export class SingleStore implements Store {
     this.endpoint.command([this.endpoint.publish, channel, "e"], channel).catch((error: unknown) => {
       publish("error", () => ({ key: target.keys.key, operation: "announce", error: error as Error }));
     });
+  }
+
+  #handOver(): HandOverOptions {
+    return { keep: this.#o.keepMs, window: this.#o.replayWindowMs, grant: this.#grant, publish: this.endpoint.publish };
   }
 
   #abandonQuietly(call: AcquireCall): Promise<void> {
@@ -210,17 +231,19 @@ function targetOf(item: KeepaliveItem): LockTarget {
 
 function firstKey(item: KeepaliveItem): string {
   const target = targetOf(item);
+  if (target.family === "multi") return target.keys.each[0]?.lock ?? "";
   return target.family === "exclusive" ? target.keys.lock : target.keys.state;
 }
 
-/** An item's kind, arguments and keys, in keepalive.lua's layout. */
-function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]): void {
+/** An item's kind, arguments and keys, in keepalive.lua's layout; returns how many script items it took. */
+function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]): number {
   const target = targetOf(item);
+  if (target.family === "multi") return encodeMulti(item, target.keys, keys, args);
   if (item.kind === "renew") {
     if (target.family === "exclusive") keys.push(target.keys.lock);
     else keys.push(target.keys.state, target.keys.holders, target.keys.entries);
     args.push(target.family === "exclusive" ? "x" : "s", item.ref.hold, item.ttlMs);
-    return;
+    return 1;
   }
   const a = item.ask;
   if (target.family === "exclusive") {
@@ -231,4 +254,5 @@ function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]):
     keys.push(k.state, k.holders, k.entries, k.queue, k.tickets);
     args.push("Q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner, a.mode, a.permits);
   }
+  return 1;
 }

@@ -4,7 +4,7 @@
  * (docs/protocol.md), so a call whose answer was lost is simply made again or abandoned.
  */
 import type { RedisSubscriber } from "../adapters/types.js";
-import type { ExclusiveKeys, SharedKeys } from "../keys.js";
+import type { ExclusiveKeys, MultiKeys, SharedKeys } from "../keys.js";
 import type { Grant, HoldState, ScriptCall, TicketState } from "../scripts/index.js";
 
 export type { Grant, HoldState, TicketState } from "../scripts/index.js";
@@ -16,7 +16,12 @@ export type { Grant, HoldState, TicketState } from "../scripts/index.js";
  */
 export type LockTarget =
   | { readonly family: "exclusive"; readonly keys: ExclusiveKeys; readonly announce?: boolean }
-  | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number };
+  | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number }
+  /** Several mutexes held as one hold (src/store/multi.ts). */
+  | { readonly family: "multi"; readonly keys: MultiKeys };
+
+/** A lock of one key: what a fence is raised on. */
+export type SingleTarget = Exclude<LockTarget, { readonly family: "multi" }>;
 
 /** A shared lock's target (a semaphore's, with its limit). */
 export type SharedTarget = Extract<LockTarget, { readonly family: "shared" }>;
@@ -53,11 +58,17 @@ export interface HoldRef {
   readonly token: bigint;
   /** Quorum mode: each node's own token for the hold, 0n where the node has none. */
   readonly nodeTokens?: bigint[];
+  /** A multi-key hold: each key's fencing token, in key order (`token` is the first key's). */
+  readonly tokens?: readonly bigint[];
 }
 
 export type AcquireResult =
   /** `ref.token` is the hold's token on this node; `leaseToken` the lease's (what a quorum chose). */
-  | { readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number; readonly leaseToken: bigint }
+  | {
+    readonly status: "founded" | "entered"; readonly ref: HoldRef; readonly pttlMs: number; readonly leaseToken: bigint;
+    /** A multi-key hold: each key's lease token (`leaseToken` is the first key's). */
+    readonly leaseTokens?: readonly bigint[];
+  }
   /** Wait: for a grant or a turn when queued (`position` ≥ 0); else attempt again after `waitMs`. */
   | { readonly status: "busy"; readonly waitMs: number; readonly position: number; readonly counter: bigint }
   | { readonly status: "gone" }
@@ -100,7 +111,7 @@ export interface Store {
    */
   setPermits(target: SharedTarget, limit: number, id: string): Promise<readonly Grant[]>;
   /** Quorum mode: raises a node's counter to the token a majority chose for `hold`, and records it beside the hold. */
-  raise(target: LockTarget, chosen: bigint, hold: string): Promise<void>;
+  raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void>;
   /**
    * Runs a script outside the lock protocol (an election's value, a latch) on every node at once:
    * each node's answer, in node order (one in single-node mode). The caller decides what a

@@ -17,7 +17,8 @@ export type WaitEvent =
 
 export class Waiter implements TicketKeeper {
   readonly call: AcquireCall;
-  readonly channel: string;
+  /** The channels it hears (one per key of a multi-key waiter). */
+  readonly channels: readonly string[];
   dueAt: number;
   /**
    * The latest "queued" answers: when each was sent, and the lock's counter then. A grant of
@@ -30,9 +31,9 @@ export class Waiter implements TicketKeeper {
   readonly #events: WaitEvent[] = [];
   #wake: (() => void) | undefined;
 
-  constructor(call: AcquireCall, channel: string, periodMs: number, now: number) {
+  constructor(call: AcquireCall, channels: readonly string[], periodMs: number, now: number) {
     this.call = call;
-    this.channel = channel;
+    this.channels = channels;
     this.periodMs = periodMs;
     this.dueAt = now + periodMs;
   }

@@ -34,7 +34,8 @@ export interface Obtained {
 
 export interface WaitRequest {
   readonly call: AcquireCall;
-  readonly channel: string;
+  /** The lock's wake-up channel; a multi-key lock's waiter hears each of its keys'. */
+  readonly channel: string | readonly string[];
   /** 0: one attempt, no ticket; Infinity: no bound. */
   readonly timeoutMs: number;
   readonly signal: AbortSignal | undefined;
@@ -123,7 +124,7 @@ export class WaitingRoom implements WakeupHandler {
       sent = true;
       // Already listening to this lock (other waiters here): keep listening through the attempt,
       // so that an announcement made after it cannot be missed and no second attempt is needed.
-      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListening(req.channel);
+      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(channelsOf(req));
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
       if (listened) waiter = this.#enter(req);
@@ -138,7 +139,7 @@ export class WaitingRoom implements WakeupHandler {
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
-        const s = this.#wakeups.ref(req.channel);
+        const s = this.#wakeups.refAll(channelsOf(req));
         subscription = s;
         // A subscription that takes long (a node down, an adapter that never confirms) only costs
         // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
@@ -261,19 +262,23 @@ export class WaitingRoom implements WakeupHandler {
   /** A waiter for `req`, findable by its ticket and its channel (its ticket is refreshed once it is queued: see #note). */
   #enter(req: WaitRequest): Waiter {
     const periodMs = Math.min(this.#pollMs, Math.floor(req.call.ask.ticketLeaseMs / 3));
-    const waiter = new Waiter(req.call, req.channel, periodMs, this.#clock.now());
+    const waiter = new Waiter(req.call, channelsOf(req), periodMs, this.#clock.now());
     this.#waiters.set(waiter.ticket, waiter);
-    let set = this.#byChannel.get(waiter.channel);
-    if (!set) this.#byChannel.set(waiter.channel, (set = new Set()));
-    set.add(waiter);
+    for (const channel of waiter.channels) {
+      let set = this.#byChannel.get(channel);
+      if (!set) this.#byChannel.set(channel, (set = new Set()));
+      set.add(waiter);
+    }
     return waiter;
   }
 
   #leave(waiter: Waiter): void {
     this.#waiters.delete(waiter.ticket);
-    const set = this.#byChannel.get(waiter.channel);
-    set?.delete(waiter);
-    if (set?.size === 0) this.#byChannel.delete(waiter.channel);
+    for (const channel of waiter.channels) {
+      const set = this.#byChannel.get(channel);
+      set?.delete(waiter);
+      if (set?.size === 0) this.#byChannel.delete(channel);
+    }
     this.#keepalive.removeTicket(waiter);
   }
 
@@ -284,6 +289,8 @@ export class WaitingRoom implements WakeupHandler {
     });
   }
 }
+
+const channelsOf = (req: WaitRequest): readonly string[] => (typeof req.channel === "string" ? [req.channel] : req.channel);
 
 /** An attempt that can neither succeed nor wait (`permits`: how many it asked for). */
 export function refusal(key: string, result: Extract<AcquireResult, { status: "gone" | "conflict" }>, permits: number): Error {

@@ -57,6 +57,17 @@ export class Wakeups {
     return this.#channels.get(channel)?.listening ? this.ref(channel) : undefined;
   }
 
+  /** `refIfListening` for several channels: references to all of them if all are listened to already. */
+  refIfListeningAll(channels: readonly string[]): Subscription | undefined {
+    return channels.every((c) => this.#channels.get(c)?.listening) ? this.refAll(channels) : undefined;
+  }
+
+  /** One reference to each of `channels` (a multi-key waiter hears every key's). */
+  refAll(channels: readonly string[]): Subscription {
+    const each = channels.map((c) => this.ref(c));
+    return { ready: Promise.all(each.map((s) => s.ready)).then(() => {}), release: () => { for (const s of each) s.release(); } };
+  }
+
   ref(channel: string): Subscription {
     this.#clock.clearTimeout(this.#idleTimer);
     let state = this.#channels.get(channel);

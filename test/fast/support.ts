@@ -56,12 +56,13 @@ export class Wire {
 /** Arity (ARGV slots) and KEYS of each keepalive item kind (keepalive.lua's header). */
 const ITEM: Record<string, { argc: number; keys: number }> = { x: { argc: 3, keys: 1 }, s: { argc: 3, keys: 3 }, q: { argc: 5, keys: 3 }, Q: { argc: 7, keys: 5 } };
 
-/** The items of one keepalive call: renewals ('x', 's') and ticket refreshes ('q', 'Q'), each with its first key. */
+/** The items of one keepalive call: renewals ('x', 's') and ticket refreshes ('q', 'Q', 'm'), each with its first key. */
 export function items(call: Sent): { kind: string; key: string }[] {
   const out: { kind: string; key: string }[] = [];
   for (let i = 0, k = 0; i < call.argv.length;) {
     const kind = call.argv[i] as string;
-    const shape = ITEM[kind];
+    // A multi-key waiter ('m'): its key count is its last argument, three KEYS per key.
+    const shape = kind === "m" ? { argc: 6, keys: 3 * Number(call.argv[i + 5]) } : ITEM[kind];
     assert.ok(shape, `keepalive item of unknown kind ${kind}`);
     out.push({ kind, key: call.keys[k] as string });
     i += shape.argc;

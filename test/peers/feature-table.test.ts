@@ -71,6 +71,28 @@ describe("the README's feature table: redlock and redis-semaphore, checked", () 
     assert.equal(await new MultiSemaphore(redis, "pool2", 3, 2, { acquireAttemptsLimit: 1 }).tryAcquire(), false, "2 of 3 taken, 2 more refused");
   });
 
+  it("several keys at once: redlock takes an array of resources, all or none; redis-semaphore's Mutex names one key", async () => {
+    const r4 = new Redlock4([redis], { retryCount: 0 });
+    // Documented by redlock 4 ("Locking multiple resources"); its typings say string.
+    const set4 = (keys: string[]): string => keys as unknown as string;
+    await r4.lock(set4(["set4:a", "set4:b"]), 5_000);
+    assert.equal(await redis.exists("set4:a", "set4:b"), 2, "both keys taken");
+    await assert.rejects(r4.lock(set4(["set4:b", "set4:c"]), 5_000), { name: "LockError" });
+    assert.equal(await redis.exists("set4:c"), 0, "nothing of the refused set was taken");
+    const r5 = new Redlock5([redis], { retryCount: 0 });
+    await r5.acquire(["set5:a", "set5:b"], 5_000);
+    await assert.rejects(r5.acquire(["set5:b", "set5:c"], 5_000), { name: "ExecutionError" });
+    assert.deepEqual([await redis.exists("set5:a", "set5:b"), await redis.exists("set5:c")], [2, 0]);
+    // Its key is one string: an array of keys is refused.
+    assert.throws(() => new Mutex(redis, ["rs:a", "rs:b"] as unknown as string), /"key" must be a string/);
+    const surelock = new Surelock({ redis });
+    const set = await surelock.multiLock(["sl:a", "sl:b"]).acquire();
+    assert.equal(await surelock.multiLock(["sl:b", "sl:c"]).tryAcquire(), null);
+    assert.equal(await redis.hexists("surelock:{sl:c}:lock", "o"), 0, "nothing of the refused set was taken");
+    await set.release();
+    await surelock.close();
+  });
+
   it("reentrancy: a second acquisition of a lock held by the same code is refused, not entered", async () => {
     const r4 = new Redlock4([redis], { retryCount: 0 });
     await r4.lock("re4", 5_000);

@@ -13,10 +13,17 @@ end
 -- queue, founded with a PTTL of what is left of that ticket's lease, so that a dead or paused head
 -- costs no more than that; the grant is announced as "g <ticket> <token> <pttl>". In quorum mode
 -- nodes would grant to different heads, so the head is only told it is its turn ("t <ticket>").
--- With nobody live in line the hash keeps its counter for `keep` ms.
-local function handOver(lock, queue, tickets, channel, keep, grant, publish)
-  local head = liveHead(queue, tickets)
-  if head and grant == '1' then
+-- A multiLock's waiter ('m', lib/multi.lua) at the head is only told its turn: it must take all of
+-- its locks at once. MultiLock waiters passed over (waiting for a holder, 'n') are told too when
+-- `tell` is set (a hold ended: they may be able to take all of their locks now). With nobody live
+-- in line the hash keeps its counter for `keep` ms.
+local function handOver(lock, queue, tickets, channel, keep, grant, publish, tell)
+  local passed = {}
+  local head = liveHead(queue, tickets, passed)
+  if tell ~= false then
+    for _, id in ipairs(passed) do redis.call(publish, channel, 't ' .. id) end
+  end
+  if head and grant == '1' and head.mode ~= 'm' then
     serveHead(queue, tickets, head.id)
     local pttl = math.min(head.ttl, head.deadline - nowMs())
     local token = found(lock, head.id, head.owner, head.id, pttl, redis.call('HGET', lock, 'c'))

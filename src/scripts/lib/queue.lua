@@ -10,15 +10,26 @@ local function ticketOf(tickets, ticket)
     mode = mode, owner = owner }
 end
 
--- The first live ticket, after dropping the lapsed ones ahead of it; nil if there is none.
-local function liveHead(queue, tickets)
-  local head = redis.call('LINDEX', queue, 0)
-  while head do
-    local t = ticketOf(tickets, head)
-    if t and t.deadline > nowMs() then return t end
-    redis.call('LPOP', queue)
-    redis.call('HDEL', tickets, head)
-    head = redis.call('LINDEX', queue, 0)
+-- The first live ticket that holds the line, after dropping the lapsed ones at the head; nil if
+-- there is none. A multiLock's waiter that waits for a holder (mode 'n', lib/multi.lua) holds
+-- nobody back: it is passed over, and its ticket added to `passed` when that is given.
+local function liveHead(queue, tickets, passed)
+  local i = 0
+  local id = redis.call('LINDEX', queue, 0)
+  while id do
+    local t = ticketOf(tickets, id)
+    if t and t.deadline > nowMs() then
+      if t.mode ~= 'n' then return t end
+      if passed then passed[#passed + 1] = id end
+      i = i + 1
+    elseif i == 0 then
+      redis.call('LPOP', queue)
+      redis.call('HDEL', tickets, id)
+    else
+      -- Lapsed behind a passed-over ticket: not live; dropped once it reaches the head.
+      i = i + 1
+    end
+    id = redis.call('LINDEX', queue, i)
   end
   return nil
 end
@@ -36,8 +47,8 @@ local function stand(queue, tickets, ticket, leaseMs, ttl, permits, mode, owner)
   return redis.call('LPOS', queue, ticket)
 end
 
--- Takes the head ticket out of line (it is being served).
+-- Takes the head ticket out of line (it is being served; passed-over tickets may stand before it).
 local function serveHead(queue, tickets, ticket)
-  redis.call('LPOP', queue)
+  redis.call('LREM', queue, 1, ticket)
   redis.call('HDEL', tickets, ticket)
 end
