@@ -53,7 +53,7 @@ export const SIDES = [
  */
 export const EXCEPTIONS = [
   // RedisArg (string | number), the type of a script's arguments, lives with the adapter contract.
-  { file: "src/scripts/index.ts", imports: "src/adapters/types.ts" },
+  { file: "src/scripts/binding.ts", imports: "src/adapters/types.ts" },
 ];
 
 const LAYERS = [

@@ -1,0 +1,58 @@
+/**
+ * How a script is bound: its source and SHA from src/scripts/lua.generated.ts, KEYS and ARGV taken
+ * as records of the names its header declares, and the parser its reply goes through.
+ */
+import type { RedisArg } from "../adapters/types.js";
+import type { LUA } from "./lua.generated.js";
+
+/** One generated script source: name, SHA, Lua and the KEYS and ARGV names of its header. */
+export type Source = (typeof LUA)[keyof typeof LUA];
+
+/** One script, as the endpoint sends it. */
+export interface Script<R> {
+  readonly name: string;
+  readonly sha: string;
+  readonly lua: string;
+  /**
+   * Whether its write grants, prolongs or fences a right: with the `replicas` option it is
+   * followed by WAIT and fails unless enough replicas have it. Releases and departures are not:
+   * losing one in a failover only keeps a lock until its ttl.
+   */
+  readonly acknowledged: boolean;
+  parse(reply: unknown): R;
+}
+
+/** A script with its KEYS and ARGV, ready to send. */
+export interface ScriptCall<R> {
+  readonly script: Script<R>;
+  readonly keys: readonly string[];
+  readonly args: readonly RedisArg[];
+}
+
+/** A script bound to its header: `call` takes KEYS and ARGV as records of the declared names. */
+export interface Binding<S extends Source, R> extends Script<R> {
+  call(
+    keys: Record<S["keys"][number], string>,
+    args: Record<S["args"][number], RedisArg>,
+    rest?: { readonly keys?: readonly string[]; readonly args?: readonly RedisArg[] },
+  ): ScriptCall<R>;
+}
+
+/** Binds `source` to the parser of its reply; `acknowledged` as in {@link Script}. */
+export function bind<S extends Source, R>(source: S, acknowledged: boolean, parse: (reply: unknown) => R): Binding<S, R> {
+  const script: Binding<S, R> = {
+    name: source.name,
+    sha: source.sha,
+    lua: source.lua,
+    acknowledged,
+    parse,
+    call(keys, args, rest) {
+      return {
+        script,
+        keys: [...source.keys.map((k: S["keys"][number]) => keys[k]), ...(rest?.keys ?? [])],
+        args: [...source.args.map((a: S["args"][number]) => args[a]), ...(rest?.args ?? [])],
+      };
+    },
+  };
+  return script;
+}

@@ -1,0 +1,65 @@
+/**
+ * The replies of the scripts beside the locks: the fencing guard's write, an election's leader and
+ * a latch's count.
+ */
+import { coded, int, text, unexpected } from "./reply.js";
+
+/** Outcome of a guarded write. */
+export type GuardReply =
+  | { readonly status: "written"; readonly reply: unknown }
+  | { readonly status: "refused"; readonly highestToken: bigint }
+  | { readonly status: "replayed" };
+
+/** Reads a guard-write reply. */
+export function parseGuard(reply: unknown): GuardReply {
+  const [code, value] = coded("guard-write", reply);
+  if (code === 1) return { status: "written", reply: value };
+  if (code === 0) return { status: "refused", highestToken: BigInt(text("guard-write", reply, value)) };
+  if (code === 2) return { status: "replayed" };
+  return unexpected("guard-write", reply);
+}
+
+/** Who holds an election's lock on one node, and what it proclaimed. */
+export interface LeaderReply {
+  readonly owner: string;
+  readonly hold: string;
+  /** The token the leader proclaimed (its lease's), or this node's own token for the hold until then. */
+  readonly token: bigint;
+  readonly pttlMs: number;
+  readonly proclaimed: boolean;
+  /** The proclaimed value; null when none was proclaimed (or not yet). */
+  readonly value: string | null;
+}
+
+/** Reads a read-leader reply: null when nobody leads on this node. */
+export function parseLeader(reply: unknown): LeaderReply | null {
+  if (!Array.isArray(reply)) unexpected("read-leader", reply);
+  if (reply.length === 0) return null;
+  const [owner, hold, token, pttl, proclaimed, value] = reply as unknown[];
+  const how = int("read-leader", reply, proclaimed);
+  return {
+    owner: text("read-leader", reply, owner),
+    hold: text("read-leader", reply, hold),
+    token: BigInt(text("read-leader", reply, token)),
+    pttlMs: int("read-leader", reply, pttl),
+    proclaimed: how !== 0,
+    value: how === 1 ? text("read-leader", reply, value) : null,
+  };
+}
+
+/** A latch's count on one node. */
+export type LatchReply =
+  | { readonly status: "counted" | "unchanged"; readonly left: number }
+  | { readonly status: "conflict"; readonly count: number };
+
+/** Reads a count-down or read-latch reply. */
+export function parseLatch(script: string): (reply: unknown) => LatchReply {
+  return (reply) => {
+    const [code, n] = coded(script, reply);
+    const value = int(script, reply, n);
+    if (code === 1) return { status: script === "count-down" ? "counted" : "unchanged", left: value };
+    if (code === 2) return { status: "unchanged", left: value };
+    if (code === -2) return { status: "conflict", count: value };
+    return unexpected(script, reply);
+  };
+}
