@@ -13,7 +13,7 @@ import { Keepalive } from "./lease/keepalive.js";
 import type { LeaseRuntime } from "./lease/lease.js";
 import { Sections } from "./lease/sections.js";
 import type { Grant, Store } from "./store/types.js";
-import type { Obtained } from "./waiting/waiting-room.js";
+import type { Obtained } from "./waiting/obtained.js";
 import { WaitingRoom } from "./waiting/waiting-room.js";
 import { Wakeups, type Subscription, type WakeupHandler } from "./waiting/wakeups.js";
 

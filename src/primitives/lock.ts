@@ -9,7 +9,8 @@ import { Lease } from "../lease/lease.js";
 import type { Runtime } from "../runtime.js";
 import type { AcquireCall, HoldMode, LockTarget } from "../store/types.js";
 import { checkFunction, checkOptions, checkOwner, checkPositiveInt, checkSignal, checkTimeout, checkTtl } from "../validate.js";
-import { refusal, ticketLeaseMs, type Obtained } from "../waiting/waiting-room.js";
+import { refusal, type Obtained } from "../waiting/obtained.js";
+import { ticketLeaseMs } from "../waiting/waiting-room.js";
 import type { Section } from "../lease/sections.js";
 
 /** Options of `acquire`. */

@@ -7,30 +7,20 @@
  * The watchdog refreshes every waiting ticket (a ticket that stops being refreshed lapses), and a
  * refresh also reports a grant whose announcement was lost. Every wait ends at the first of its
  * outcome, its timeout, its signal and close(); a wait that ends otherwise gives its ticket — and
- * whatever its attempts may have obtained meanwhile — back.
+ * whatever its attempts may have obtained meanwhile — back. How an answer reads as a hold is in
+ * obtained.ts, what ends a call in stop.ts.
  */
 import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
-import { Interruption, race } from "../deadline.js";
+import { race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
-import { ConflictError, LockLostError, LockTimeoutError } from "../errors.js";
+import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { Keepalive } from "../lease/keepalive.js";
-import type { AcquireCall, AcquireResult, Grant, HoldRef, Store } from "../store/types.js";
-import { Waiter, type WaitEvent } from "./waiter.js";
+import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
+import { granted, obtained, type Obtained } from "./obtained.js";
+import { attemptStop, waitStop } from "./stop.js";
+import { Waiter } from "./waiter.js";
 import type { Wakeups, WakeupHandler } from "./wakeups.js";
-
-/** A hold obtained, and what bounds its validity. */
-export interface Obtained {
-  readonly ref: HoldRef;
-  /** The entry the lease stands for. */
-  readonly entry: string;
-  readonly entered: boolean;
-  /** Send instant of the request whose answer (or whose place in line) the validity rests on. */
-  readonly sentAt: number;
-  /** What was left of the hold's lease at that answer. */
-  readonly pttlMs: number;
-  readonly attempts: number;
-}
 
 export interface WaitRequest {
   readonly call: AcquireCall;
@@ -80,8 +70,7 @@ export class WaitingRoom implements WakeupHandler {
 
   /** One attempt with no waiting and no ticket (re-entries, joins), bounded by `signal` and close(). */
   async once(call: AcquireCall, signal: AbortSignal | undefined): Promise<{ result: AcquireResult; sentAt: number }> {
-    const stop = signal ? new Interruption({ clock: this.#clock, signals: [signal, this.#closed] })
-      : { signal: this.#closed, throwIfInterrupted: () => this.#closed.throwIfAborted(), dispose: () => {} };
+    const stop = attemptStop(this.#clock, this.#closed, signal);
     let sent = false;
     try {
       stop.throwIfInterrupted();
@@ -101,17 +90,7 @@ export class WaitingRoom implements WakeupHandler {
     const key = req.call.target.keys.key;
     /** This wait's attempt: a new identity after a grant was given back. */
     let call = req.call;
-    // Only close() can end a wait with neither a timeout nor a signal: no interruption of its own.
-    const own = (req.timeoutMs > 0 && req.timeoutMs < Infinity) || req.signal !== undefined
-      ? new Interruption({
-        clock: this.#clock,
-        deadlineAt: req.timeoutMs === 0 ? Infinity : startedAt + req.timeoutMs,
-        timeout: () => new LockTimeoutError(key, this.#clock.now() - startedAt, req.timeoutMs),
-        signals: [req.signal, this.#closed],
-      })
-      : undefined;
-    // `timeout: 0` is one attempt: it is bounded by its command timeout, not cut short.
-    const stop = own ?? { signal: this.#closed, throwIfInterrupted: () => this.#closed.throwIfAborted(), dispose: () => {} };
+    const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal });
     let waiter: Waiter | undefined;
     let subscription: { release(): void } | undefined;
     let attempts = 0;
@@ -130,7 +109,7 @@ export class WaitingRoom implements WakeupHandler {
       if (listened) waiter = this.#enter(req);
       const first = await this.#attempt(call, stop.signal);
       attempts++;
-      const got = this.#obtained(call, first.result, first.sentAt, attempts);
+      const got = obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
@@ -154,20 +133,20 @@ export class WaitingRoom implements WakeupHandler {
         if (attemptNow) {
           const again = await this.#attempt(call, stop.signal);
           attempts++;
-          const obtained = this.#obtained(call, again.result, again.sentAt, attempts);
-          if (obtained) {
+          const got = obtained(call, again.result, again.sentAt, attempts);
+          if (got) {
             outcome = "acquired";
-            return obtained;
+            return got;
           }
           this.#note(waiter, again.result, again.sentAt);
         }
         const event = await waiter.next(stop.signal);
-        const granted = event.kind === "granted" ? this.#granted(waiter, event, attempts) : undefined;
-        if (granted && granted.sentAt + granted.pttlMs - driftMs(granted.pttlMs) > this.#clock.now()) {
+        const grant = event.kind === "granted" ? granted(waiter, event, attempts) : undefined;
+        if (grant && grant.sentAt + grant.pttlMs - driftMs(grant.pttlMs) > this.#clock.now()) {
           outcome = "acquired";
-          return granted;
+          return grant;
         }
-        if (granted) {
+        if (grant) {
           // Granted so late (this process was paused) that the hold is already unsafe: give it back,
           // and wait on under a new identity, so that nothing said about the old one (a refresh
           // reporting that grant, a late give-back) can be mistaken for the new one's.
@@ -228,28 +207,6 @@ export class WaitingRoom implements WakeupHandler {
     return { result, sentAt };
   }
 
-  /** The attempt's result as an obtained hold, or undefined when it only says "wait". */
-  #obtained(call: AcquireCall, result: AcquireResult, sentAt: number, attempts: number): Obtained | undefined {
-    const key = call.target.keys.key;
-    if (result.status === "busy") return undefined;
-    if (result.status === "gone" || result.status === "conflict") throw refusal(key, result, call.ask.permits);
-    return { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts };
-  }
-
-  /**
-   * A grant as an obtained hold. Found by a refresh, its validity rests on that refresh; announced,
-   * on the latest "queued" answer that ran before it (its counter is below the grant's token): the
-   * ticket was live then, so the grant's PTTL reached at least that instant plus the ticket lease.
-   */
-  #granted(waiter: Waiter, event: Extract<WaitEvent, { kind: "granted" }>, attempts: number): Obtained | undefined {
-    const ref: HoldRef = { target: waiter.call.target, hold: waiter.ticket, token: event.token };
-    const entry = waiter.call.entry;
-    if (event.sentAt !== undefined) return { ref, entry, entered: false, sentAt: event.sentAt, pttlMs: event.pttlMs, attempts };
-    const queuedAt = waiter.queuedBefore(event.token);
-    if (queuedAt === undefined) return undefined;
-    return { ref, entry, entered: false, sentAt: queuedAt, pttlMs: Math.min(event.pttlMs, waiter.call.ask.ticketLeaseMs), attempts };
-  }
-
   #note(waiter: Waiter, result: AcquireResult, sentAt: number): void {
     if (result.status !== "busy") return;
     if (result.position >= 0) waiter.queued(sentAt, result.position, result.waitMs, result.counter);
@@ -291,11 +248,3 @@ export class WaitingRoom implements WakeupHandler {
 }
 
 const channelsOf = (req: WaitRequest): readonly string[] => (typeof req.channel === "string" ? [req.channel] : req.channel);
-
-/** An attempt that can neither succeed nor wait (`permits`: how many it asked for). */
-export function refusal(key: string, result: Extract<AcquireResult, { status: "gone" | "conflict" }>, permits: number): Error {
-  if (result.status === "gone") return new LockLostError(key, "expired", "the hold to re-enter is gone");
-  if (permits > result.limit) return new ConflictError(key, `asked for ${permits} permits of a semaphore that has ${result.limit}`);
-  return new ConflictError(key, `a semaphore of ${result.limit} permits is stored under this key, and this caller ` +
-    "asked for another number: every caller of one semaphore must agree (setPermits() changes it on purpose)");
-}
