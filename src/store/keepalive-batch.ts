@@ -1,0 +1,90 @@
+/**
+ * A keep-alive batch on one deployment: the items (renewals and ticket refreshes, of any family)
+ * encoded in keepalive.lua's layout, grouped by Cluster slot and cut into chunks, one script call
+ * each, and each call's replies read back into one result per item.
+ */
+import { slotOf } from "../keys.js";
+import { holdState, scripts, ticketState, type ScriptCall } from "../scripts/index.js";
+import { combineStates, encodeMulti } from "./multi.js";
+import type { KeepaliveItem, KeepaliveResult, LockTarget } from "./types.js";
+
+/**
+ * Items per keep-alive call: each costs Redis a few microseconds, so a call of this size blocks
+ * other clients for about 2 ms at most. Larger batches are split and the parts pipelined.
+ */
+const KEEPALIVE_CHUNK = 500;
+
+/**
+ * Renews or refreshes every item, the calls made by `run` side by side; the results are in the
+ * items' order. `cluster`: whether the keys of one call must share a slot.
+ */
+export async function keepaliveInBatches(
+  items: readonly KeepaliveItem[], cluster: boolean, run: (call: ScriptCall<unknown[]>) => Promise<unknown[]>,
+): Promise<KeepaliveResult[]> {
+  const out = new Array<KeepaliveResult>(items.length);
+  await Promise.all(batches(items, cluster).map(async (indexes) => {
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    // A multi-key hold is renewed key by key: its items' replies are combined into one.
+    const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args));
+    const replies = await run(scripts.keepalive.call({}, {}, { keys, args }));
+    const sent = counts.reduce((a, b) => a + b, 0);
+    if (replies.length !== sent) throw new Error(`keepalive.lua answered ${replies.length} items of ${sent}`);
+    let j = 0;
+    indexes.forEach((index, n) => {
+      const count = counts[n] as number;
+      const mine = replies.slice(j, (j += count));
+      out[index] = (items[index] as KeepaliveItem).kind === "renew"
+        ? combineStates(mine.map((r) => holdState("keepalive", r))) : ticketState(mine[0]);
+    });
+  }));
+  return out;
+}
+
+/** Item indexes per call: one slot per call in a Cluster (a script's keys must share one), in chunks. */
+function batches(items: readonly KeepaliveItem[], cluster: boolean): number[][] {
+  const groups = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const slot = cluster ? slotOf(firstKey(item)) : 0;
+    const group = groups.get(slot);
+    if (group) group.push(i);
+    else groups.set(slot, [i]);
+  });
+  const out: number[][] = [];
+  for (const group of groups.values()) {
+    for (let i = 0; i < group.length; i += KEEPALIVE_CHUNK) out.push(group.slice(i, i + KEEPALIVE_CHUNK));
+  }
+  return out;
+}
+
+function targetOf(item: KeepaliveItem): LockTarget {
+  return item.kind === "renew" ? item.ref.target : item.target;
+}
+
+function firstKey(item: KeepaliveItem): string {
+  const target = targetOf(item);
+  if (target.family === "multi") return target.keys.each[0]?.lock ?? "";
+  return target.family === "exclusive" ? target.keys.lock : target.keys.state;
+}
+
+/** An item's kind, arguments and keys, in keepalive.lua's layout; returns how many script items it took. */
+function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]): number {
+  const target = targetOf(item);
+  if (target.family === "multi") return encodeMulti(item, target.keys, keys, args);
+  if (item.kind === "renew") {
+    if (target.family === "exclusive") keys.push(target.keys.lock);
+    else keys.push(target.keys.state, target.keys.holders, target.keys.entries);
+    args.push(target.family === "exclusive" ? "x" : "s", item.ref.hold, item.ttlMs);
+    return 1;
+  }
+  const a = item.ask;
+  if (target.family === "exclusive") {
+    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets, target.keys.released);
+    args.push("q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
+  } else {
+    const k = target.keys;
+    keys.push(k.state, k.holders, k.entries, k.queue, k.tickets);
+    args.push("Q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner, a.mode, a.permits);
+  }
+  return 1;
+}
