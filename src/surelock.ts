@@ -15,7 +15,8 @@ import { MultiLock, checkMultiKeys, type MultiLockOptions } from "./primitives/m
 import { Mutex, type MutexOptions } from "./primitives/mutex.js";
 import { ReadWriteLock, type ReadWriteLockOptions } from "./primitives/read-write-lock.js";
 import { Semaphore, type SemaphoreOptions } from "./primitives/semaphore.js";
-import { QUORUM_ROUNDS, QuorumStore } from "./quorum/quorum-store.js";
+import { QuorumStore } from "./quorum/quorum-store.js";
+import { QUORUM_ROUNDS } from "./quorum/rounds.js";
 import { Runtime } from "./runtime.js";
 import { SingleStore } from "./store/single-store.js";
 import type { Store } from "./store/types.js";

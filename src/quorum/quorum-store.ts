@@ -18,23 +18,8 @@ import type {
 } from "../store/types.js";
 import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
 import { NodeSubscriber } from "./node-subscriber.js";
+import { askNodes, pause, RETRIES, splitPauseMs } from "./rounds.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type Vote } from "./votes.js";
-
-/**
- * When the answers cannot decide (a blip: a timeout, a reconnect), the question is asked again
- * this many times, after a short random pause, before a QuorumError: a majority that is really
- * down still fails within a few per-node timeouts.
- */
-const RETRIES = 2;
-
-/** At most this many rounds per call (for the bound on how long one call can take). */
-export const QUORUM_ROUNDS = RETRIES + 1;
-
-/**
- * After a split vote every contender undoes its part and pauses for a random time before it tries
- * again, so they do not collide again; the pause scales with the attempt's round trip.
- */
-const splitPauseMs = (attemptMs: number): number => Math.random() * Math.max(20, 3 * attemptMs);
 
 export interface QuorumNode {
   readonly store: Store;
@@ -121,10 +106,7 @@ export class QuorumStore implements Store {
           (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
       }
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up.
-      await new Promise<void>((resolve) => {
-        const timer = this.#clock.setTimeout(resolve, pauseMs, true);
-        stop?.addEventListener("abort", () => { this.#clock.clearTimeout(timer); resolve(); }, { once: true });
-      });
+      await pause(this.#clock, pauseMs, stop);
     }
   }
 
@@ -231,23 +213,9 @@ export class QuorumStore implements Store {
     this.#store(node).abandon(call).catch(() => {});
   }
 
-  /**
-   * Runs `op` on every node; while the answers cannot decide, asks again the nodes that did not
-   * answer (RETRIES times at most, after a short random pause). Every operation is idempotent, so
-   * asking again is safe.
-   */
-  async #ask<T, D>(op: (node: number) => Promise<T>, decide: (votes: readonly Vote<T>[]) => D | undefined): Promise<Vote<T>[]> {
-    let { votes } = await fanOut(this.#nodes.length, op, () => undefined);
-    for (let round = 0; round < RETRIES && decide(votes) === undefined; round++) {
-      await new Promise((resolve) => this.#clock.setTimeout(() => resolve(undefined), splitPauseMs(0), true));
-      const missing = votes.filter((v) => !v.ok).map((v) => v.node);
-      const again = await Promise.all(missing.map((node) => op(node).then(
-        (value): Vote<T> => ({ node, ok: true, value }),
-        (error: unknown): Vote<T> => ({ node, ok: false, error: error instanceof Error ? error : new Error(String(error)) }),
-      )));
-      votes = votes.map((v) => again.find((a) => a.node === v.node) ?? v);
-    }
-    return votes;
+  /** Runs `op` on every node, asking again while the answers cannot decide (rounds.ts). */
+  #ask<T, D>(op: (node: number) => Promise<T>, decide: (votes: readonly Vote<T>[]) => D | undefined): Promise<Vote<T>[]> {
+    return askNodes(this.#nodes.length, this.#clock, op, decide);
   }
 }
 

@@ -1,0 +1,51 @@
+/**
+ * Asking the nodes again: how many rounds a quorum call may take, the random pause between them,
+ * and the retry of an operation whose answers cannot decide yet. Every operation is idempotent, so
+ * asking a node again is safe.
+ */
+import type { Clock } from "../clock.js";
+import { fanOut, type Vote } from "./votes.js";
+
+/**
+ * When the answers cannot decide (a blip: a timeout, a reconnect), the question is asked again
+ * this many times, after a short random pause, before a QuorumError: a majority that is really
+ * down still fails within a few per-node timeouts.
+ */
+export const RETRIES = 2;
+
+/** At most this many rounds per call (for the bound on how long one call can take). */
+export const QUORUM_ROUNDS = RETRIES + 1;
+
+/**
+ * After a split vote every contender undoes its part and pauses for a random time before it tries
+ * again, so they do not collide again; the pause scales with the attempt's round trip.
+ */
+export const splitPauseMs = (attemptMs: number): number => Math.random() * Math.max(20, 3 * attemptMs);
+
+/** Waits `ms`, or less if `stop` aborts meanwhile (it resolves either way). */
+export function pause(clock: Clock, ms: number, stop?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = clock.setTimeout(resolve, ms, true);
+    stop?.addEventListener("abort", () => { clock.clearTimeout(timer); resolve(); }, { once: true });
+  });
+}
+
+/**
+ * Runs `op` on each of `n` nodes; while the answers cannot decide, asks again the nodes that did
+ * not answer (RETRIES times at most, after a short random pause).
+ */
+export async function askNodes<T, D>(
+  n: number, clock: Clock, op: (node: number) => Promise<T>, decide: (votes: readonly Vote<T>[]) => D | undefined,
+): Promise<Vote<T>[]> {
+  let { votes } = await fanOut(n, op, () => undefined);
+  for (let round = 0; round < RETRIES && decide(votes) === undefined; round++) {
+    await new Promise((resolve) => clock.setTimeout(() => resolve(undefined), splitPauseMs(0), true));
+    const missing = votes.filter((v) => !v.ok).map((v) => v.node);
+    const again = await Promise.all(missing.map((node) => op(node).then(
+      (value): Vote<T> => ({ node, ok: true, value }),
+      (error: unknown): Vote<T> => ({ node, ok: false, error: error instanceof Error ? error : new Error(String(error)) }),
+    )));
+    votes = votes.map((v) => again.find((a) => a.node === v.node) ?? v);
+  }
+  return votes;
+}
