@@ -7,11 +7,12 @@
 import { constants } from "node:os";
 import type { Leader } from "../index.js";
 import { Surelock } from "../surelock.js";
-import { CONNECT_TIMEOUT_MS, connectReachable, disconnectAll, unreachable, type Deployment, type RedisAddress } from "./connection.js";
+import { disconnectAll, type Deployment, type RedisAddress } from "./connection.js";
 import { formatDuration } from "./duration.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { leader as describeLeader } from "./inspect.js";
 import { note, print, quote } from "./output.js";
+import { connectNodes } from "./majority.js";
 
 export interface LeaderOptions {
   readonly addresses: readonly RedisAddress[];
@@ -95,23 +96,6 @@ function show(o: LeaderOptions, l: Leader | null, at?: string): void {
   print(at === undefined ? line : `${at}  ${line}`);
 }
 
-/**
- * One client per address. Waiting or following rides out blips (reconnecting clients); in quorum
- * mode a majority must answer now, and a node that does not is still counted, with a client that
- * keeps trying (leaving it out would let a smaller majority decide).
- */
-async function connectNodes(addresses: readonly RedisAddress[], reconnect: boolean): Promise<Deployment[]> {
-  const { deployments, failures } = await connectReachable(addresses, { reconnect, connectTimeoutMs: CONNECT_TIMEOUT_MS });
-  if (failures.length === 0) return deployments;
-  const majority = Math.floor(addresses.length / 2) + 1;
-  const reasons = failures.map((f) => f.error.message).join("; ");
-  if (deployments.length < majority) {
-    await disconnectAll(deployments);
-    throw new CliError(`only ${deployments.length} of ${addresses.length} nodes answered, ${majority} needed: ${reasons}`, ExitCode.unavailable);
-  }
-  for (const f of failures) note(`${f.error.message}; going on with the other nodes`);
-  return addresses.map((a) => deployments.find((d) => d.address === a) ?? unreachable(a, CONNECT_TIMEOUT_MS));
-}
 
 function signalNumber(signal: NodeJS.Signals | undefined): number {
   return constants.signals[signal ?? "SIGINT"];

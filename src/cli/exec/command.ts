@@ -11,14 +11,14 @@ import { Surelock } from "../../surelock.js";
 import { disconnectAll, type Deployment } from "../connection.js";
 import { acquire } from "./acquire.js";
 import { runHolding } from "./child.js";
-import { connectNodes } from "./connect.js";
+import { connectNodes } from "../majority.js";
 import { logLockEvents } from "./log.js";
 import { subject, type ExecOptions } from "./options.js";
 import { SignalRelay } from "./signals.js";
 
 /** Runs `surelock exec` and returns its exit code; throws a CliError for a failure before the command ran. */
 export async function exec(o: ExecOptions): Promise<number> {
-  const deployments = await connectNodes(o.addresses);
+  const deployments = await connectNodes(o.addresses, true);
   const first = deployments[0] as Deployment;
   const locks = new Surelock({
     redis: deployments.length === 1 ? first.client : deployments.map((d) => d.client),
