@@ -13,7 +13,7 @@ import type { KeepaliveItem, KeepaliveResult, LockTarget } from "./types.js";
  * call of this size blocks other clients for well under 2 ms. Larger batches are split and the
  * parts pipelined: still one round trip per node and tick.
  */
-const KEEPALIVE_CHUNK = 150;
+export const KEEPALIVE_CHUNK = 150;
 
 /**
  * Renews or refreshes every item, the calls made by `run` side by side; the results are in the

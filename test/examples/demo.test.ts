@@ -176,7 +176,10 @@ void describe("flash-sale demo", () => {
         // Without a lock, every buyer may get a unit while the counter still shows some left.
         if (s.strategy !== "setnx-then-expire" && s.strategy !== "none") assert.equal(s.unitsLeft, 0, `${s.strategy}: the sale sold out`);
         // Every accepted purchase is one order in the log, and every order is sold or undone.
-        assert.equal(s.statuses["200"], s.accepted, `${s.strategy}: one order per accepted purchase`);
+        if (s.strategy === "setnx-then-expire") {
+          // Its fault kills an instance: a purchase it had logged may never have been answered.
+          assert.ok((s.statuses["200"] ?? 0) <= s.accepted, `${s.strategy}: no answered purchase without its order`);
+        } else assert.equal(s.statuses["200"], s.accepted, `${s.strategy}: one order per accepted purchase`);
         assert.equal(s.accepted, s.stock - s.unitsLeft + s.salesUndone, `${s.strategy}: orders = units taken + sales undone`);
         try {
           OUTCOMES[s.strategy](s);
