@@ -7,7 +7,7 @@
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'q' ticket lease ttl owner            KEYS lock queue tickets released         a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
---   'm' ticket lease ttl owner n          KEYS (lock queue tickets) x n            a multi-key waiter
+--   'm' ticket lease ttl owner n          KEYS (lock queue tickets released) x n   a multi-key waiter
 -- Invariant: a hold is renewed only while that very hold is live, never revived, and its life is
 -- only ever lengthened (never below what any sharer was promised); a ticket keeps its place while
 -- refreshed (a lapsed one stands again at the back, unless it asks for more permits than the
@@ -78,13 +78,16 @@ while i <= #ARGV do
     local ticket, lease, ttl, owner, n = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
     local locks, mine, held = {}, false, false
     for j = 1, n do
-      local l = { lock = key(), queue = key(), tickets = key() }
+      local l = { lock = key(), queue = key(), tickets = key(), released = key() }
       locks[j] = l
       liveHead(l.queue, l.tickets)
       local h = redis.call('HGET', l.lock, 'h')
       if h == ticket then mine = true elseif h then held = true end
     end
+    local done = false
+    for _, l in ipairs(locks) do if redis.call('ZSCORE', l.released, ticket) then done = true end end
     if mine then out[#out + 1] = {0, -1, 0}
+    elseif done then out[#out + 1] = {3}
     else
       -- Waiting for a holder, it stands aside ('n'). Holding the lines back ('m') while one of its
       -- locks was taken meanwhile, it keeps its mode and is told to attempt: the attempt stands

@@ -68,7 +68,7 @@ export function encodeMulti(item: KeepaliveItem, multi: MultiKeys, keys: string[
     }
     return multi.each.length;
   }
-  for (const k of multi.each) keys.push(k.lock, k.queue, k.tickets);
+  for (const k of multi.each) keys.push(k.lock, k.queue, k.tickets, k.released);
   args.push("m", item.ask.hold, item.ask.ticketLeaseMs, item.ask.ttlMs, item.ask.owner, multi.each.length);
   return 1;
 }

@@ -31,7 +31,7 @@ void describe("multi-key scripts", () => {
       { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease }));
   };
   const refresh = (names: readonly string[], ticket: string) => scripts.keepalive.call({}, {}, {
-    keys: keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets]), args: ["m", ticket, 3_000, 10_000, "w", names.length],
+    keys: keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, k.released]), args: ["m", ticket, 3_000, 10_000, "w", names.length],
   });
 
   void it("founds one hold on every key, with each key's own token; a replay answers the same and changes nothing", async () => {
@@ -191,6 +191,17 @@ void describe("multi-key scripts", () => {
     await b.run(acquire(["l:c", "l:d"], "o", "lost"));
     assert.equal(await b.run(leave(["l:c", "l:d"], "lost")), 2, "an attempt whose answer was lost is given back");
     for (const k of keysOf(["l:c", "l:d"])) assert.equal(await b.redis.hexists(k.lock, "o"), 0);
+  });
+
+  void it("a refresh that arrives after the set's hold was founded and released does not stand again", async () => {
+    // A late refresh would put the set's ticket back in every queue: a ghost the next release
+    // tells its turn and every tryAcquire waits behind, for a ticket lease.
+    const names = ["late:a", "late:b"];
+    assert.equal((await b.run(acquire(names, "w", "set-1", { ticketLease: 3_000 }))).status, "founded");
+    await b.run(release(names, "set-1", "set-1"));
+    assert.deepEqual(ticketState((await b.run(refresh(names, "set-1")))[0]), { status: "done" });
+    for (const k of keysOf(names)) assert.equal(await b.redis.llen(k.queue), 0, `nobody in line for ${k.key}`);
+    assert.equal((await mutex("late:a", "someone", "m1")).status, "founded", "the free key goes to the next caller at once");
   });
 
   void it("a refresh says when it is its turn, and a ticket that lapsed anywhere stands again at the back of every queue", async () => {
