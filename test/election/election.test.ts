@@ -1,23 +1,17 @@
 /** Leader election against a real redis-server: campaign, proclaim, resign, leader, observe. */
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
-import { after, afterEach, before, describe, it } from "node:test";
-import { LockLostError, LockNotHeldError, LockTimeoutError, type LeaderMessage } from "../../src/index.js";
-import { aborted, assertEveryKeyExpires, eventually, Harness, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { describe, it } from "node:test";
+import { type LeaderMessage, LockLostError, LockNotHeldError, LockTimeoutError } from "../../src/index.js";
+import { aborted, eventually, Harness, quietFor, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
+import type { RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
 import { Observed } from "./support.js";
 
 describe("leader election", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => {
-    await h.cleanup();
-    await assertEveryKeyExpires(server);
-    await server.command("FLUSHALL");
-  });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   it("one leader among candidates of several instances; resign() hands over to the next, whose token is larger", async () => {
     const elections = [0, 1, 2].map(() => h.locks().election("jobs"));

@@ -1,21 +1,15 @@
 /** Leader election across processes: one leader at a time, and a paused leader knows it lost before another leads. */
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
-import { assertEveryKeyExpires, Harness, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { describe, it } from "node:test";
+import { Harness, standaloneSuite, within } from "../helpers/fixtures.js";
+import type { RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
 import { Observed } from "./support.js";
 
 describe("leader election across processes", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => {
-    await h.cleanup();
-    await assertEveryKeyExpires(server);
-    await server.command("FLUSHALL");
-  });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   it("3 processes × 6 terms: one leader at a time (no lost update of a counter), each new leader with a larger token", async () => {
     const counter = "test:{terms}:counter";

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { Redis, type RedisOptions } from "ioredis";
 import { Surelock, type SurelockOptions } from "../../src/index.js";
-import type { HostPort, RedisServer } from "./redis-topology.js";
+import { after, afterEach, before } from "node:test";
+import { startStandalone, type HostPort, type RedisServer } from "./redis-topology.js";
 
 /** An ioredis client that fails within a bounded time instead of queueing forever. */
 export function client(target: HostPort, options: RedisOptions = {}): Redis {
@@ -117,4 +118,26 @@ export async function commandUsec(server: RedisServer, command: string): Promise
   const stats = await server.info("commandstats");
   const match = stats[`cmdstat_${command.toLowerCase()}`]?.match(/usec_per_call=([\d.]+)/);
   return match ? Number(match[1]) : 0;
+}
+
+/**
+ * A suite on a standalone redis-server of its own: `use` gets the server and a Harness on it
+ * before the first test; after each test the Harness is cleaned up, every key must expire, and the
+ * server is flushed; the server stops after the last test.
+ */
+export function standaloneSuite(use: (server: RedisServer, h: Harness) => void): void {
+  let server: RedisServer | undefined;
+  let h: Harness | undefined;
+  before(async () => {
+    server = await startStandalone();
+    h = new Harness(server);
+    use(server, h);
+  });
+  afterEach(async () => {
+    if (!server || !h) return;
+    await h.cleanup();
+    await assertEveryKeyExpires(server);
+    await server.command("FLUSHALL");
+  });
+  after(() => server?.stop());
 }

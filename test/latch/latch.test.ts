@@ -1,23 +1,17 @@
 /** The countdown latch against real redis-servers: counted once per id, opened by pub/sub, every key expiring. */
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
-import { after, afterEach, before, describe, it } from "node:test";
-import { ClosedError, ConflictError, LockTimeoutError, Surelock, type LatchMessage } from "../../src/index.js";
-import { assertEveryKeyExpires, eventually, Harness, quietFor, within } from "../helpers/fixtures.js";
-import { startPrimaries, startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { describe, it } from "node:test";
+import { ClosedError, ConflictError, type LatchMessage, LockTimeoutError, Surelock } from "../../src/index.js";
+import { assertEveryKeyExpires, eventually, Harness, quietFor, standaloneSuite, within } from "../helpers/fixtures.js";
+import { type RedisServer, startPrimaries } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
 import { fastClient, ready } from "../quorum/support.js";
 
 describe("countdown latch", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => {
-    await h.cleanup();
-    await assertEveryKeyExpires(server);
-    await server.command("FLUSHALL");
-  });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   it("wait() opens when the last of 3 processes counts down, woken by the announcement (not by its safety poll)", async () => {
     const opened: LatchMessage[] = [];

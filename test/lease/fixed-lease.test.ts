@@ -4,12 +4,12 @@
  */
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { Redis } from "ioredis";
 import { LockLostError, type LostMessage } from "../../src/index.js";
 import { scripts } from "../../src/scripts/index.js";
-import { aborted, assertEveryKeyExpires, eventually, Harness, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { aborted, eventually, Harness, quietFor, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
+import type { RedisServer } from "../helpers/redis-topology.js";
 
 /** Script calls seen on the wire (MONITOR), by script name. */
 async function monitor(h: Harness): Promise<{ calls(name: string): number; stop(): void }> {
@@ -38,13 +38,7 @@ function unsafeAt(key: string): Promise<number> {
 describe("fixed leases (leaseTime)", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => {
-    await h.cleanup();
-    await assertEveryKeyExpires(server);
-    await server.command("FLUSHALL");
-  });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   it("its signal aborts at the end of its validity (reason expired), before the key expires in Redis, which then frees the lock", async () => {
     const locks = h.locks({ ttl: 10_000 });

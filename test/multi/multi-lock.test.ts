@@ -4,22 +4,16 @@
  * sets from several processes in opposite orders (no deadlock, no overlap).
  */
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ClosedError, DeadlockError, InvalidArgumentError, type Lease, LockLostError, LockTimeoutError } from "../../src/index.js";
-import { aborted, assertEveryKeyExpires, eventually, Harness, startsWaiting, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { aborted, eventually, Harness, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
+import type { RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
 
 describe("multiLock", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => {
-    await h.cleanup();
-    await assertEveryKeyExpires(server);
-    await server.command("FLUSHALL");
-  });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   const holder = async (key: string): Promise<string | null> => (await server.command("HGET", `surelock:{${key}}:lock`, "o")) as string | null;
 
