@@ -22,11 +22,16 @@ export const QUORUM_ROUNDS = RETRIES + 1;
  */
 export const splitPauseMs = (attemptMs: number): number => Math.random() * Math.max(20, 3 * attemptMs);
 
-/** Waits `ms`, or less if `stop` aborts meanwhile (it resolves either way). */
+/** Waits `ms`, or less if `stop` aborts meanwhile (it resolves either way, and leaves no listener). */
 export function pause(clock: Clock, ms: number, stop?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
-    const timer = clock.setTimeout(resolve, ms, true);
-    stop?.addEventListener("abort", () => { clock.clearTimeout(timer); resolve(); }, { once: true });
+    const done = (): void => {
+      clock.clearTimeout(timer);
+      stop?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = clock.setTimeout(done, ms, true);
+    stop?.addEventListener("abort", done, { once: true });
   });
 }
 
@@ -39,7 +44,7 @@ export async function askNodes<T, D>(
 ): Promise<Vote<T>[]> {
   let { votes } = await fanOut(n, op, () => undefined);
   for (let round = 0; round < RETRIES && decide(votes) === undefined; round++) {
-    await new Promise((resolve) => clock.setTimeout(() => resolve(undefined), splitPauseMs(0), true));
+    await pause(clock, splitPauseMs(0));
     const missing = votes.filter((v) => !v.ok).map((v) => v.node);
     const again = await Promise.all(missing.map((node) => op(node).then(
       (value): Vote<T> => ({ node, ok: true, value }),

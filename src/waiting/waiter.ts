@@ -91,13 +91,10 @@ export class Waiter implements TicketKeeper {
 
   refreshed(state: TicketState, sentAt: number): void {
     if (state.status === "queued") this.queued(sentAt, state.position, 0, state.counter);
-    else if (state.status === "done") {
-      // Its hold was granted and given back without this waiter hearing of it: attempt again.
+    else {
       this.dueAt = sentAt + this.periodMs;
-      this.push({ kind: "turn" });
-    } else {
-      this.dueAt = sentAt + this.periodMs;
-      this.push(state.status === "turn" ? { kind: "turn" } : { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt });
+      // "done": its hold was granted and given back without this waiter hearing of it; it attempts again.
+      this.push(state.status === "granted" ? { kind: "granted", token: state.token, pttlMs: state.pttlMs, sentAt } : { kind: "turn" });
     }
   }
 

@@ -5,18 +5,16 @@
  * one leaves holders alone and makes newcomers wait; every caller adopts a limit set on purpose.
  */
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ConflictError, InvalidArgumentError, type Lease } from "../../src/index.js";
 import { runFixture } from "../fixtures/processes.js";
-import { assertEveryKeyExpires, eventually, Harness, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { eventually, Harness, quietFor, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
+import type { RedisServer } from "../helpers/redis-topology.js";
 
 describe("semaphore: counted permits and setPermits()", () => {
   let server: RedisServer;
   let h: Harness;
-  before(async () => { server = await startStandalone(); h = new Harness(server); });
-  afterEach(async () => { await h.cleanup(); await assertEveryKeyExpires(server); await server.command("FLUSHALL"); });
-  after(() => server.stop());
+  standaloneSuite((s, harness) => { server = s; h = harness; });
 
   const used = async (key: string): Promise<number> => Number(await server.command("HGET", `surelock:sem:{${key}}:state`, "u"));
 
