@@ -100,9 +100,10 @@ export class Semaphore extends Lock {
    * waiters that now fit are served at once, in arrival order. Lowered: holders keep their
    * permits, and new acquisitions wait until usage is under the new limit; a waiter asking for more
    * than the new limit is refused (ConflictError). This object adopts the new limit.
-   * Resolves once Redis stored it (a majority of nodes in quorum mode); rejects with
-   * InvalidArgumentError before any I/O, ConnectionError (QuorumError) if Redis cannot confirm it
-   * (it may have been applied: calling again with the same number is safe), ClosedError after close().
+   * Resolves once Redis stored it; rejects with InvalidArgumentError before any I/O,
+   * UnsupportedError in quorum mode (the limit is fixed there: the quorum a permit needs depends on
+   * it), ConnectionError if Redis cannot confirm it (it may have been applied: calling again with
+   * the same number is safe), ClosedError after close().
    */
   async setPermits(permits: number): Promise<void> {
     const limit = checkPositiveInt("permits", permits, MAX_PERMITS);
