@@ -2,7 +2,8 @@
 // by file, with the diagnostics tests print (t.diagnostic: measured figures). Each failure is
 // printed in full right under its suite (where, the error with its stack, what the file printed),
 // so a run cut short still shows it; at the end, the list of failures and a closing line
-// "tests: N passed, N failed, N skipped". scripts/run-tests.mjs uses it next to a JUnit file for CI.
+// "tests: N passed, N failed, N skipped", then the runner's own counts as Node's spec reporter
+// prints them ("ℹ tests N", "ℹ pass N", ...). scripts/run-tests.mjs uses it next to a JUnit file for CI.
 //
 // It reads test:start / test:pass / test:fail / test:diagnostic / test:stdout / test:stderr.
 // Those arrive in declaration order, one file after another (test:complete does not: it comes as
@@ -29,6 +30,7 @@ export default async function* compactReporter(source) {
   const shown = new Set(); // files whose output was printed
   const output = new Map(); // file -> what it printed (shown with its failures)
   const warnings = [];
+  const summary = []; // the runner's own closing counts ("tests 713", "pass 713", ...)
   const files = new Set();
   let stack = []; // names of the tests being reported, by nesting
   let current = { file: undefined, passed: 0, failed: 0, skipped: 0, diagnostics: [] };
@@ -40,7 +42,8 @@ export default async function* compactReporter(source) {
     }
     if (type === "test:diagnostic") {
       if (data.file) current.diagnostics.push(data.message);
-      else if (!SUMMARY.test(data.message)) warnings.push(data.message);
+      else if (SUMMARY.test(data.message)) summary.push(data.message);
+      else warnings.push(data.message);
       continue;
     }
     if (type === "test:start") {
@@ -108,6 +111,8 @@ export default async function* compactReporter(source) {
   }
   yield `\n${files.size} files in ${seconds(performance.now() - startedAt)}\n`;
   yield `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`;
+  // The runner's counts as Node's own reporters print them, for tools that read those lines.
+  for (const message of summary) yield `ℹ ${message}\n`;
 }
 
 /** `file › suite › test`, or `file (the file itself)`. */
