@@ -149,7 +149,7 @@ export class Runtime implements LeaseRuntime {
     await Promise.all([
       this.#wakeups.close(),
       ...holds.flatMap((hold) => {
-        const entries = [...hold.leases].map((lease) => lease.entry);
+        const entries = hold.leases.map((lease) => lease._entry);
         hold.lose("expired", "the Surelock instance was closed");
         // Each call is bounded by its command timeout; what does not get through expires by itself.
         return entries.map((entry) => this.store.release(hold.ref, entry).catch(() => {}));

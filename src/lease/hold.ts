@@ -20,9 +20,11 @@ export interface Confirmation {
 
 /** A lease of this process on the hold: one entry, whose signal ends with the hold. */
 export interface HoldWatcher {
-  readonly entry: string;
-  lost(error: LockLostError): void;
+  readonly _entry: string;
+  _lost(error: LockLostError): void;
 }
+
+const NO_LEASES: readonly HoldWatcher[] = [];
 
 export class Hold {
   readonly ref: HoldRef;
@@ -45,8 +47,11 @@ export class Hold {
   releaseInFlight = false;
   /** extend() calls whose reply has not come: their loss, too, is "unreachable". */
   extendsInFlight = 0;
-  /** Leases of this process on this hold. */
-  readonly leases = new Set<HoldWatcher>();
+  /**
+   * Leases of this process on this hold: an array replaced on each change (usually of one lease;
+   * a Set would cost a hash table per hold, and holds can number 100,000).
+   */
+  #leases = NO_LEASES;
   readonly #clock: Clock;
   #lostError: LockLostError | undefined;
   /** Made on first use: most holds end without anyone racing their loss. */
@@ -75,6 +80,21 @@ export class Hold {
 
   get token(): bigint {
     return this.ref.token;
+  }
+
+  /** This process's leases on the hold. */
+  get leases(): readonly HoldWatcher[] {
+    return this.#leases;
+  }
+
+  enter(lease: HoldWatcher): void {
+    this.#leases = [...this.#leases, lease];
+  }
+
+  /** Takes `lease` off the hold; whether it was the last one. */
+  leave(lease: HoldWatcher): boolean {
+    this.#leases = this.#leases.filter((l) => l !== lease);
+    return this.#leases.length === 0;
   }
 
   /** The reason the hold was lost, once it was. */
@@ -130,7 +150,7 @@ export class Hold {
     this.#lostError = error;
     this.#lostController?.abort(error);
     publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
-    for (const lease of this.leases) lease.lost(error);
+    for (const lease of this.#leases) lease._lost(error);
     return error;
   }
 

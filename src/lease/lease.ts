@@ -10,7 +10,7 @@ import { publish } from "../diagnostics.js";
 import { ConnectionError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { Grant, HoldState, ReleaseResult, Store } from "../store/types.js";
 import { checkTtl } from "../validate.js";
-import type { Hold, HoldWatcher } from "./hold.js";
+import type { Hold } from "./hold.js";
 import type { Keepalive } from "./keepalive.js";
 
 /** What a lease needs from the Surelock it came from. */
@@ -41,19 +41,16 @@ export class Lease implements AsyncDisposable {
    * A multiLock's lease: its first key's (see `fencingTokens`).
    */
   readonly fencingToken: bigint;
-  /**
-   * Each key's fencing token: the one key of a mutex or another lock (the same as `fencingToken`);
-   * every key of a multiLock, in the order given, each strictly increasing for its key.
-   */
-  readonly fencingTokens: ReadonlyMap<string, bigint>;
   /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
   readonly owner: string;
   /** How many permits of a semaphore it holds (given back together by `release()`); 1 for other locks. */
   readonly permits: number;
+  /** @internal The entry of the hold this lease stands for. */
+  readonly _entry: string;
   readonly #hold: Hold;
-  /** How the hold sees this lease: its entry, and the signal to abort when the hold is lost. */
-  readonly #watcher: HoldWatcher;
   readonly #rt: LeaseRuntime;
+  /** Made on first use of `fencingTokens` (most callers read `fencingToken`). */
+  #fencingTokens: ReadonlyMap<string, bigint> | undefined;
   /** Made on first use of `signal` (many callers never look at it). */
   #controller: AbortController | undefined;
   readonly #acquiredAt: number;
@@ -66,22 +63,37 @@ export class Lease implements AsyncDisposable {
     if (token !== INTERNAL) throw new TypeError("a Lease is made by acquire(), tryAcquire() or withLock()");
     this.key = hold.key;
     this.fencingToken = hold.token;
-    const target = hold.ref.target;
-    this.fencingTokens = new Map(target.family === "multi"
-      ? target.keys.each.map((k, i) => [k.key, hold.ref.tokens?.[i] ?? 0n] as const)
-      : [[hold.key, hold.token] as const]);
     this.owner = hold.owner;
     this.permits = hold.permits;
     this.#hold = hold;
     this.#rt = rt;
     this.#acquiredAt = rt.clock.now();
-    this.#watcher = { entry, lost: (error) => { if (!this.#released) this.#controller?.abort(error); } };
-    hold.leases.add(this.#watcher);
+    this._entry = entry;
+    hold.enter(this);
   }
 
   /** @internal A lease on `hold` for the entry `entry`. */
   static _create(hold: Hold, entry: string, rt: LeaseRuntime): Lease {
     return new Lease(INTERNAL, hold, entry, rt);
+  }
+
+  /**
+   * Each key's fencing token: the one key of a mutex or another lock (the same as `fencingToken`);
+   * every key of a multiLock, in the order given, each strictly increasing for its key.
+   */
+  get fencingTokens(): ReadonlyMap<string, bigint> {
+    if (!this.#fencingTokens) {
+      const { ref } = this.#hold;
+      this.#fencingTokens = new Map(ref.target.family === "multi"
+        ? ref.target.keys.each.map((k, i) => [k.key, ref.tokens?.[i] ?? 0n] as const)
+        : [[this.key, this.fencingToken] as const]);
+    }
+    return this.#fencingTokens;
+  }
+
+  /** @internal The hold was lost: abort the signal, unless this lease was released first. */
+  _lost(error: LockLostError): void {
+    if (!this.#released) this.#controller?.abort(error);
   }
 
   /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */
@@ -173,8 +185,7 @@ export class Lease implements AsyncDisposable {
     const rt = this.#rt;
     // Stop renewing before the network call: a release must never race a renewal of itself. The
     // validity stays watched: it bounds this call, and the signal still aborts when it runs out.
-    hold.leases.delete(this.#watcher);
-    const last = hold.leases.size === 0;
+    const last = hold.leave(this);
     if (last) rt.keepalive.stopRenewing(hold);
     hold.checkValidity();
     const lostBefore = hold.lost;
@@ -182,12 +193,12 @@ export class Lease implements AsyncDisposable {
       this.#lostWhileHeld = true;
       this.#finish(last);
       // Redis may still have it (this process was paused, say): give it back, so it blocks nobody.
-      rt.store.release(hold.ref, this.#watcher.entry).catch(() => {});
+      rt.store.release(hold.ref, this._entry).catch(() => {});
       throw lostBefore;
     }
     let result: ReleaseResult;
     try {
-      const call = rt.store.release(hold.ref, this.#watcher.entry);
+      const call = rt.store.release(hold.ref, this._entry);
       // Bounded by its command timeout; by the hold's validity too, when that ends first.
       const validityFirst = hold.validUntilAt - rt.clock.now() < rt.callBoundMs;
       hold.releaseInFlight = true;
@@ -225,6 +236,6 @@ export class Lease implements AsyncDisposable {
   /** An extension confirmed after the hold was lost kept the lock for nobody: give our entries back. */
   #prolongedForNobody(state: HoldState): void {
     if (state !== "held") return;
-    for (const lease of this.#hold.leases) this.#rt.store.release(this.#hold.ref, lease.entry).catch(() => {});
+    for (const lease of this.#hold.leases) this.#rt.store.release(this.#hold.ref, lease._entry).catch(() => {});
   }
 }
