@@ -34,6 +34,8 @@ export class Hold {
   readonly permits: number;
   /** Renewed by the watchdog (false for a fixed `leaseTime`, which ends by itself). */
   readonly renewing: boolean;
+  /** The watchdog renews it now (set by the watchdog: from `track` until its release or loss). */
+  renewed = false;
   /** The ttl the watchdog renews with; `extend(ttl)` changes it. */
   ttlMs: number;
   /** Monotonic instant until which the hold is provably ours. */

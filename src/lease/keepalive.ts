@@ -24,10 +24,12 @@ export interface TicketKeeper {
 export class Keepalive {
   readonly #store: Store;
   readonly #clock: Clock;
-  /** Holds renewed by the watchdog. */
-  readonly #renewed = new Set<Hold>();
-  /** Holds whose validity is watched: the renewed ones, and those being released or of fixed length. */
+  /**
+   * Holds whose validity is watched: the renewed ones (`hold.renewed`), and those being released
+   * or of fixed length. One set, not two: with 100,000 holds each entry counts.
+   */
   readonly #watched = new Set<Hold>();
+  #renewedCount = 0;
   readonly #tickets = new Set<TicketKeeper>();
   #tickTimer: unknown;
   #tickAt = Infinity;
@@ -44,15 +46,16 @@ export class Keepalive {
 
   /** Number of holds being renewed. */
   get size(): number {
-    return this.#renewed.size;
+    return this.#renewedCount;
   }
 
   /** Starts watching a hold's validity, and renewing it unless it is of fixed length. */
   track(hold: Hold): void {
     if (this.#closed) return;
     this.#watched.add(hold);
-    if (hold.renewing) {
-      this.#renewed.add(hold);
+    if (hold.renewing && !hold.renewed) {
+      hold.renewed = true;
+      this.#renewedCount++;
       this.#wake(hold.renewDueAt);
     }
     this.#watchExpiry(hold.validUntilAt);
@@ -60,11 +63,13 @@ export class Keepalive {
 
   /** Stops renewing a hold; its validity stays watched until `forget`. */
   stopRenewing(hold: Hold): void {
-    this.#renewed.delete(hold);
+    if (!hold.renewed) return;
+    hold.renewed = false;
+    this.#renewedCount--;
   }
 
   forget(hold: Hold): void {
-    this.#renewed.delete(hold);
+    this.stopRenewing(hold);
     this.#watched.delete(hold);
   }
 
@@ -85,14 +90,14 @@ export class Keepalive {
   confirmed(hold: Hold): void {
     if (!this.#watched.has(hold)) return;
     this.#watchExpiry(hold.validUntilAt);
-    if (this.#renewed.has(hold)) this.#wake(hold.renewDueAt);
+    if (hold.renewed) this.#wake(hold.renewDueAt);
   }
 
   /** Stops for good; returns the holds it was watching (they expire in Redis after their ttl). */
   close(): Hold[] {
     this.#closed = true;
     const holds = [...this.#watched];
-    this.#renewed.clear();
+    for (const hold of holds) this.stopRenewing(hold);
     this.#watched.clear();
     this.#tickets.clear();
     this.#clock.clearTimeout(this.#tickTimer);
@@ -141,7 +146,8 @@ export class Keepalive {
     this.#ticking = true;
     const sentAt = this.#clock.now();
     const holds: Hold[] = [];
-    for (const hold of this.#renewed) {
+    for (const hold of this.#watched) {
+      if (!hold.renewed) continue;
       // A hold past its validity (the process was paused, say) is lost, not renewed.
       hold.checkValidity(sentAt);
       if (hold.lost) this.forget(hold);
@@ -155,7 +161,7 @@ export class Keepalive {
     this.#ticking = false;
     if (this.#closed) return;
     let next = Infinity;
-    for (const hold of this.#renewed) next = Math.min(next, hold.renewDueAt);
+    for (const hold of this.#watched) if (hold.renewed) next = Math.min(next, hold.renewDueAt);
     for (const ticket of this.#tickets) next = Math.min(next, ticket.dueAt);
     if (next < Infinity) this.#wake(next);
   }
@@ -186,7 +192,7 @@ export class Keepalive {
       for (const hold of holds) hold.renewInFlight = false;
     }
     holds.forEach((hold, i) => {
-      if (!this.#renewed.has(hold)) return; // released while the renewal was on the wire
+      if (!hold.renewed) return; // released while the renewal was on the wire
       const state = results[i] as HoldState;
       if (state === "held") {
         hold.confirm(confirmations[i] as Confirmation);
