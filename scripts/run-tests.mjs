@@ -4,12 +4,13 @@
 //
 // A path substring runs a subset (`node scripts/run-tests.mjs test/lease`). A whole run measures
 // coverage of src/ (c8, remapped to the TypeScript sources, child processes included) and fails
-// below the floor in .c8rc.json; `--no-coverage` or a subset skips it. People get a compact
+// below the floor in .c8rc.json; `--no-coverage` or a subset skips it. The test counts are then
+// printed once more under the coverage report, so that the log ends with them. People get a compact
 // report (scripts/test-reporter.mjs: one line per suite, failures in full, a closing count);
 // `--reporter spec` (every test) or `tap` picks one of Node's instead. Every run also writes
 // JUnit XML to .test-results/junit.xml (gitignored) for CI and tools.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const walk = (dir) =>
@@ -36,6 +37,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 const results = ".test-results";
+const summaryFile = join(results, "summary.txt");
 rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 
@@ -53,6 +55,11 @@ const result = spawnSync(
     "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,
     ...files,
   ],
-  { stdio: "inherit" },
+  { stdio: "inherit", env: { ...process.env, SURELOCK_TEST_SUMMARY: summaryFile } },
 );
+// c8 prints its coverage report after the tests: repeat the counts below it, as a log's last lines.
+if (measured && existsSync(summaryFile)) {
+  process.stdout.write(`\n${readFileSync(summaryFile, "utf8")}`);
+  if (result.status !== 0) console.log("(coverage or tests below the bar: see above)");
+}
 process.exit(result.status ?? 1);

@@ -9,6 +9,7 @@
 // Those arrive in declaration order, one file after another (test:complete does not: it comes as
 // tests end, so it is not used). Each file is a test of its own at nesting 0, named by its path,
 // reported only when the file itself failed (a crash, an error after its tests ended).
+import { writeFileSync } from "node:fs";
 import { relative } from "node:path";
 import { inspect } from "node:util";
 
@@ -110,9 +111,12 @@ export default async function* compactReporter(source) {
     for (const [i, f] of failures.entries()) yield `  ${i + 1}) ${title(f)}\n`;
   }
   yield `\n${files.size} files in ${seconds(performance.now() - startedAt)}\n`;
-  yield `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`;
-  // The runner's counts as Node's own reporters print them, for tools that read those lines.
-  for (const message of summary) yield `ℹ ${message}\n`;
+  const closing = `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n` +
+    // The runner's counts as Node's own reporters print them, for tools that read those lines.
+    summary.map((message) => `ℹ ${message}\n`).join("");
+  yield closing;
+  // run-tests.mjs prints it again after the coverage report, so that a log's last lines are the counts.
+  if (process.env.SURELOCK_TEST_SUMMARY) writeFileSync(process.env.SURELOCK_TEST_SUMMARY, closing);
 }
 
 /** `file › suite › test`, or `file (the file itself)`. */
