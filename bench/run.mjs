@@ -6,6 +6,8 @@
 //   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
 //   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
 //   npm run bench -- --profile W1 where a W1 cycle's client CPU goes (profile.mjs; no results file)
+//   npm run bench -- --costs      Redis time per command inside the scripts, and a cycle's client and
+//                                 Redis CPU split three ways (costs.mjs; no results file)
 //
 // It starts its own redis-server processes on free loopback ports and stops them at the end.
 // It reports; it never fails (exit 0), but a lost update in W3 is printed loudly.
@@ -32,6 +34,11 @@ import { RETRY_DELAY_MS as FLOOR_RETRY_MS } from "./libs/floor.mjs";
 const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 const argv = process.argv.slice(2);
+if (argv.includes("--costs")) {
+  // Another job: where an uncontended cycle's time goes, see costs.mjs.
+  const { main: costs } = await import("./costs.mjs");
+  process.exit(await costs());
+}
 if (argv.includes("--profile")) {
   // A different job: W1 under the CPU profiler, see profile.mjs.
   const { main: profile } = await import("./profile.mjs");

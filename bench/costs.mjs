@@ -1,0 +1,165 @@
+// Where an uncontended cycle's time goes, on the server and in the client:
+//
+//   npm run bench -- --costs
+//
+// 1. Redis's own time (INFO commandstats usec) for a script call that does nothing, for the
+//    helper functions an acquire script defines before its body runs, and for each command an
+//    uncontended acquire + release runs inside its scripts, each as a script of 20 such calls.
+//    Interleaved rounds on a dedicated server; the least µs per call of the rounds is kept (the
+//    machine's noise only ever adds).
+// 2. One cycle three ways at 1 and 50 concurrent loops: surelock through its API; surelock's two
+//    scripts sent straight with ioredis (the same KEYS and ARGV, none of surelock's JavaScript);
+//    and the floor (SET NX PX, then a compare-and-delete script). Per cycle: the client's CPU
+//    (cpuUsage) and the server's (INFO cpu), so the gap splits into what the scripts cost and
+//    what surelock's client code adds. Several rounds; the median is printed.
+//
+// It reads the scripts from src/scripts/lua.generated.ts (run `npm run build` first; `npm run
+// bench` does) and prints tables; it writes no results file.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { Surelock } from "../dist/index.js";
+import { snapshot } from "./lib/redis-info.mjs";
+import { fixed, int } from "./lib/report.mjs";
+import { startRedis, stopAll } from "./lib/servers.mjs";
+
+const generated = readFileSync(fileURLToPath(new URL("../src/scripts/lua.generated.ts", import.meta.url)), "utf8");
+
+/** A generated script's text and SHA1, by its name in LUA (`acquire`, `release`). */
+function script(name) {
+  const m = new RegExp(`\\n  ${name}: \\{\\n    name: "[^"]+",\\n    sha: "(\\w+)",[\\s\\S]*?\\n    lua: ("(?:[^"\\\\]|\\\\.)*"),\\n  \\},`).exec(generated);
+  if (!m) throw new Error(`script ${name} not found in src/scripts/lua.generated.ts`);
+  return { sha: m[1], lua: JSON.parse(m[2]) };
+}
+
+function table(header, rows) {
+  return [`| ${header.join(" | ")} |`, `|---|${header.slice(1).map(() => "---:").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Part 1: µs of server time per script call, for scripts that each do one thing 20 times. */
+async function perCall(client) {
+  const acquire = script("acquire").lua;
+  // The generated acquire script up to its body: the bound KEYS and ARGV and the library's helper functions.
+  const preamble = acquire.slice(0, acquire.lastIndexOf("\nlocal ttlMs, leaseMs"));
+  const bindings = acquire.split("\n").filter((l) => /^local \w+(, \w+)* = (KEYS|ARGV)\[1\]/.test(l)).join("\n");
+  const times = (line) => `${Array.from({ length: 20 }, () => line).join("\n")}\nreturn 1`;
+  const probes = [
+    ["EVALSHA of `return 1`", "return 1", 1],
+    ["the KEYS and ARGV bound to locals", `${bindings}\nreturn 1`, 1],
+    ["acquire's helper functions defined (its text before the body)", `${preamble}\nreturn 1`, 1],
+    ["HMGET of 6 fields", times("redis.call('HMGET', KEYS[1], 'o', 'h', 't', '@' .. ARGV[2], 'c', 'l')"), 20],
+    ["LINDEX of an empty queue", times("redis.call('LINDEX', KEYS[2], 0)"), 20],
+    ["HSET of 6 fields", times("redis.call('HSET', KEYS[1], 'c', '1795677947527117', 'o', ARGV[1], 'h', ARGV[2], 't', '1795677947527117', 'n', 1, '@' .. ARGV[2], 1)"), 20],
+    ["PEXPIRE", times("redis.call('PEXPIRE', KEYS[1], 10000)"), 20],
+    ["HDEL of 6 fields", times("redis.call('HDEL', KEYS[1], 'o', 'h', 't', 'n', 'l', '@' .. ARGV[2])"), 20],
+    ["TIME", times("redis.call('TIME')"), 20],
+    ["ZADD of a tombstone", times("redis.call('ZADD', KEYS[3], 1795677947527, ARGV[2])"), 20],
+  ];
+  const shas = await Promise.all(probes.map(([, lua]) => client.script("LOAD", lua)));
+  const best = probes.map(() => Infinity);
+  const keys = ["costs:{k}:lock", "costs:{k}:queue", "costs:{k}:released"];
+  const args = ["host:1234:abcdefghijkl.1", "abcdefghijkl.1", "abcdefghijkl.1", 10_000, "", 3_000];
+  for (let round = 0; round < 5; round++) {
+    for (const [i, sha] of shas.entries()) {
+      const before = await snapshot(client);
+      for (let n = 0; n < 1_000; n++) await client.evalsha(sha, keys.length, ...keys, ...args);
+      const after = await snapshot(client);
+      const us = (after.usec.evalsha - (before.usec.evalsha ?? 0)) / (after.calls.evalsha - (before.calls.evalsha ?? 0));
+      best[i] = Math.min(best[i], us);
+    }
+  }
+  await client.del(...keys);
+  const base = best[0];
+  return table(
+    ["what", "µs per script call", "µs each (beyond an empty script)"],
+    probes.map(([what, , n], i) => [what, fixed(best[i], 2), i === 0 ? "" : fixed((best[i] - base) / n, 2)]),
+  );
+}
+
+/** Part 2: one cycle three ways, client and server CPU per cycle. */
+async function split(client) {
+  const acquire = script("acquire");
+  const release = script("release");
+  const locks = new Surelock({ redis: client, ttl: 10_000 });
+  const cad = await client.script("LOAD", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
+  await client.script("LOAD", acquire.lua);
+  await client.script("LOAD", release.lua);
+  let ids = 0;
+  const ways = {
+    "surelock (its API)": async (loop) => {
+      const lease = await locks.mutex(`costs-a:${loop}`).acquire();
+      await lease.release();
+    },
+    "surelock's two scripts, sent straight": async (loop) => {
+      const base = `costs:{b:${loop}}`;
+      const hold = `abcdefghijkl.${(++ids).toString(36)}`;
+      const a = await client.evalsha(acquire.sha, 3, `${base}:lock`, `${base}:queue`, `${base}:tickets`,
+        `host:1234:${hold}`, hold, hold, 10_000, "", 3_000);
+      await client.evalsha(release.sha, 5, `${base}:lock`, `${base}:queue`, `${base}:tickets`, `${base}:wake`, `${base}:released`,
+        hold, hold, String(a[1]), 300_000, 60_000, "1", "PUBLISH");
+    },
+    "floor (SET NX PX + compare-and-delete)": async (loop) => {
+      const token = `t${++ids}`;
+      await client.set(`costs-f:${loop}`, token, "PX", 10_000, "NX");
+      await client.evalsha(cad, 1, `costs-f:${loop}`, token);
+    },
+  };
+  const lines = [];
+  for (const loops of [1, 50]) {
+    const cycles = loops === 1 ? 4_000 : 20_000;
+    const results = Object.fromEntries(Object.keys(ways).map((w) => [w, []]));
+    for (let round = 0; round < 5; round++) {
+      for (const [name, cycle] of Object.entries(ways)) {
+        let left = cycles;
+        const before = await snapshot(client);
+        const cpu = process.cpuUsage();
+        const startedAt = performance.now();
+        await Promise.all(Array.from({ length: loops }, async (_, loop) => {
+          while (left > 0) {
+            left--;
+            await cycle(loop);
+          }
+        }));
+        const wallMs = performance.now() - startedAt;
+        const used = process.cpuUsage(cpu);
+        const after = await snapshot(client);
+        results[name].push({
+          perSecond: (cycles / wallMs) * 1000,
+          clientUs: (used.user + used.system) / cycles,
+          serverUs: ((after.cpuSeconds - before.cpuSeconds) * 1e6) / cycles,
+        });
+      }
+    }
+    const floor = results["floor (SET NX PX + compare-and-delete)"];
+    lines.push(`**${loops} loop${loops === 1 ? "" : "s"}** (median of 5 rounds of ${int(cycles)} cycles)`, "");
+    lines.push(table(
+      ["cycle", "cycles/s", "client CPU µs/cycle", "Redis CPU µs/cycle", "client + Redis µs/cycle", "cycles/s over the floor's"],
+      Object.entries(results).map(([name, rs]) => {
+        const c = median(rs.map((r) => r.clientUs));
+        const s = median(rs.map((r) => r.serverUs));
+        return [name, int(median(rs.map((r) => r.perSecond))), fixed(c, 1), fixed(s, 1), fixed(c + s, 1),
+          `${fixed(median(rs.map((r) => r.perSecond)) / median(floor.map((r) => r.perSecond)), 2)}×`];
+      }),
+    ), "");
+  }
+  await locks.close();
+  return lines.join("\n");
+}
+
+export async function main() {
+  const server = await startRedis();
+  const client = new Redis({ port: server.port, host: "127.0.0.1" });
+  try {
+    console.log(`costs on redis-server 127.0.0.1:${server.port}\n`);
+    console.log("## Redis time per script call (INFO commandstats), least of 5 rounds of 1,000 calls\n");
+    console.log(await perCall(client), "\n");
+    console.log("## One uncontended cycle three ways: client and Redis CPU\n");
+    console.log(await split(client));
+    return 0;
+  } finally {
+    client.disconnect();
+    stopAll();
+  }
+}
