@@ -1,6 +1,6 @@
 // Builds src/scripts/lua.generated.ts from src/scripts/*.lua: each script's final text (its
-// `--@include lib/…` lines replaced by those files, and its declared KEYS and ARGV bound to
-// locals), its SHA1, and the names of its KEYS and ARGV in order. The header lines
+// `--@include lib/…` lines replaced by those files less the helpers it never calls, and its
+// declared KEYS and ARGV bound to locals), its SHA1, and the names of its KEYS and ARGV in order. The header lines
 //   -- KEYS: lock, queue, tickets        (or `...keys` for a variable list)
 //   -- ARGV: owner, hold, ...rest
 // are the one place a script's calling convention is written: the typed bindings in
@@ -32,6 +32,60 @@ function expand(lua, file) {
   });
 }
 
+/**
+ * Drops the top-level `local function` blocks (a block: its comment lines just above, the
+ * `local function name(` line, and everything up to the next line that is exactly `end`) that the
+ * script never calls, directly or through other helpers. Redis creates every helper a script
+ * defines (a Lua closure) on each call, whether it is used or not; an include brings them all.
+ * References are found by name in the code with its comments removed (none of our strings holds
+ * "--"), so a name that merely appears keeps its function: the error is only ever to keep one.
+ */
+function shake(lua, file) {
+  const lines = lua.split("\n");
+  const blocks = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^local function ([A-Za-z_]\w*)\(/.exec(lines[i]);
+    if (!m) continue;
+    let start = i;
+    while (start > 0 && lines[start - 1].startsWith("--") && !lines[start - 1].startsWith("--@")) start--;
+    // A one-line helper (`local function f(a) return a end`) is its own block.
+    let end = i;
+    if (!/\bend\s*$/.test(lines[i].replace(/--.*$/, ""))) {
+      end = i + 1;
+      while (end < lines.length && lines[end] !== "end") end++;
+    }
+    if (end === lines.length) throw new Error(`${file}: function ${m[1]} has no closing "end" line at column 0`);
+    // Its body is indented: a line at column 0 inside it means the block was misread.
+    if (lines.slice(i + 1, end).some((l) => /^[^\s-]/.test(l))) throw new Error(`${file}: function ${m[1]}: body not indented`);
+    blocks.push({ name: m[1], start, end, code: code([lines[i].slice(m[0].length), ...lines.slice(i + 1, end)]) });
+    i = end;
+  }
+  const inBlock = new Set(blocks.flatMap((b) => Array.from({ length: b.end - b.start + 1 }, (_, k) => b.start + k)));
+  const rest = code(lines.filter((_, i) => !inBlock.has(i)));
+  const uses = (text, name) => new RegExp(`\\b${name}\\b`).test(text);
+  const kept = new Set();
+  const frontier = blocks.filter((b) => uses(rest, b.name));
+  while (frontier.length > 0) {
+    const b = frontier.pop();
+    if (kept.has(b.name)) continue;
+    kept.add(b.name);
+    frontier.push(...blocks.filter((o) => !kept.has(o.name) && uses(b.code, o.name)));
+  }
+  const gone = blocks.filter((b) => !kept.has(b.name));
+  const dropped = new Set(gone.flatMap((b) => Array.from({ length: b.end - b.start + 1 }, (_, k) => b.start + k)));
+  const left = lines.filter((_, i) => !dropped.has(i));
+  // A check of the cut itself: nothing left may name a helper that was dropped.
+  const leftCode = code(left);
+  const missing = gone.filter((b) => uses(leftCode, b.name)).map((b) => b.name);
+  if (missing.length > 0) throw new Error(`${file}: dropped helpers still named: ${missing.join(", ")}`);
+  return left.join("\n");
+}
+
+/** Lines of Lua without their comments, as one text. */
+function code(lines) {
+  return lines.map((l) => l.replace(/--.*$/, "")).join("\n");
+}
+
 function bind(names, table) {
   if (names.length === 0) return "";
   return `local ${names.join(", ")} = ${names.map((_, i) => `${table}[${i + 1}]`).join(", ")}\n`;
@@ -49,7 +103,7 @@ const entries = readdirSync(dir)
     const bodyAt = lines.findIndex((l) => !l.startsWith("--") || l.startsWith("--@include"));
     const header = lines.slice(0, bodyAt).join("\n");
     const body = lines.slice(bodyAt).join("\n");
-    const lua = `${header}\n${bind(keys.names, "KEYS")}${bind(args.names, "ARGV")}${expand(body, file)}`;
+    const lua = shake(`${header}\n${bind(keys.names, "KEYS")}${bind(args.names, "ARGV")}${expand(body, file)}`, file);
     const name = file.slice(0, -4).replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     const sha = createHash("sha1").update(lua).digest("hex");
     return `  ${name}: {\n    name: ${JSON.stringify(file.slice(0, -4))},\n    sha: "${sha}",\n` +
