@@ -9,7 +9,7 @@ import { KeySpace } from "../../src/keys.js";
 import type { InspectReport } from "../../src/cli/inspect.js";
 import type { ListRow } from "../../src/cli/list.js";
 import { readLockState, type LockState } from "../../src/cli/lock-state.js";
-import { assertEveryKeyExpires, Cli, cli, eventually, nodeCommand, Scratch, Side } from "./support.js";
+import { assertEveryKeyExpires, Cli, cli, eventually, nodeCommand, Scratch, Side, stopLeftovers } from "./support.js";
 
 after(stopAll);
 
@@ -48,20 +48,6 @@ function maxConcurrency(text: string): number {
 
 const count = (text: string, kind: "start" | "end"): number => events(text).filter((e) => e.kind === kind).length;
 
-/** The execs a test started; those still running when it ends (it failed) are stopped with SIGTERM. */
-const running: Cli[] = [];
-function start(args: readonly string[]): Cli {
-  const run = new Cli(args);
-  running.push(run);
-  return run;
-}
-async function stopLeftovers(): Promise<void> {
-  const left = running.splice(0).filter((r) => r.child.exitCode === null && r.child.signalCode === null);
-  // SIGTERM ends a wait, and is passed on to a running command (which it ends): no process outlives the test.
-  for (const r of left) r.kill("SIGTERM");
-  await Promise.all(left.map((r) => r.result()));
-}
-
 void describe("surelock exec --semaphore, --shared, --exclusive", () => {
   let server: RedisServer;
   let redis: string[];
@@ -91,7 +77,7 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
     const log = scratch.path("sem.log");
     const go = scratch.path("sem.go");
     const runs = ["a", "b", "c", "d", "e"].map((id) =>
-      start(["exec", ...redis, "--key", "sem", "--semaphore", "--permits", "2", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
+      new Cli(["exec", ...redis, "--key", "sem", "--semaphore", "--permits", "2", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
     // Two run; the other three are queued in Redis, so they cannot start before a permit is freed.
     await eventually("two commands running and three queued", async () =>
       count(scratch.read("sem.log"), "start") === 2 && (await state("sem")).semaphore?.queue.length === 3);
@@ -120,7 +106,7 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
   void it("--shared commands run together; an --exclusive one waits for them, and later readers wait for it", async () => {
     const log = scratch.path("rw.log");
     const go = scratch.path("rw.go");
-    const exec = (mode: string, id: string) => start(["exec", ...redis, "--key", "rw", mode, "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]);
+    const exec = (mode: string, id: string) => new Cli(["exec", ...redis, "--key", "rw", mode, "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]);
     const readers = ["r1", "r2", "r3"].map((id) => exec("--shared", id));
     await eventually("three readers running at once", () => count(scratch.read("rw.log"), "start") === 3);
 
@@ -186,7 +172,7 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
   void it("SIGINT while --shared waits behind a writer exits with 130; --verbose names the read lock", async () => {
     const lease = await side.locks(server).readWriteLock("written").write().acquire();
     const marker = scratch.path("written.ran");
-    const run = start(["exec", ...redis, "--key", "written", "--shared", "--verbose", "--",
+    const run = new Cli(["exec", ...redis, "--key", "written", "--shared", "--verbose", "--",
       ...nodeCommand(`require("fs").writeFileSync(process.argv[1], "")`, marker)]);
     await eventually("exec to wait", () => run.stderr.includes('waiting for read lock "written"'));
     run.kill("SIGINT");
@@ -206,7 +192,7 @@ void describe("surelock exec --semaphore, --shared, --exclusive", () => {
       process.on("SIGTERM", () => { fs.appendFileSync(file, "SIGTERM\\n"); process.exit(0); });
       fs.appendFileSync(file, "started\\n");
       setInterval(() => {}, 1000);`;
-    const run = start(["exec", ...redis, "--key", "sem-lost", "--semaphore", "--permits", "1", "--ttl", "1s", "--",
+    const run = new Cli(["exec", ...redis, "--key", "sem-lost", "--semaphore", "--permits", "1", "--ttl", "1s", "--",
       ...nodeCommand(script, scratch.path(file))]);
     await scratch.waitFor(file, "started");
     const released = await cli(["release", ...redis, "sem-lost", "--force", "--kind", "semaphore"]);
@@ -239,7 +225,7 @@ void describe("surelock exec --semaphore and --shared in quorum mode", () => {
     const log = scratch.path("q.log");
     const go = scratch.path("q.go");
     const runs = ["a", "b"].map((id) =>
-      start(["exec", ...args, "--key", "q-sem", "--semaphore", "--permits", "2", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
+      new Cli(["exec", ...args, "--key", "q-sem", "--semaphore", "--permits", "2", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
     await eventually("both commands running", () => count(scratch.read("q.log"), "start") === 2);
     const keys = new KeySpace("surelock");
     const clients = servers.map((s) => side.client(s));
@@ -262,7 +248,7 @@ void describe("surelock exec --semaphore and --shared in quorum mode", () => {
     const log = scratch.path("q-rw.log");
     const go = scratch.path("q-rw.go");
     const readers = ["r1", "r2"].map((id) =>
-      start(["exec", ...args, "--key", "q-rw", "--shared", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
+      new Cli(["exec", ...args, "--key", "q-rw", "--shared", "--", ...nodeCommand(HOLD_UNTIL_GO, log, id, go)]));
     await eventually("both readers running at once", () => count(scratch.read("q-rw.log"), "start") === 2);
     const writer = await cli(["exec", ...args, "--key", "q-rw", "--exclusive", "--timeout", "0", "--", ...nodeCommand("")]);
     assert.equal(writer.code, 75, writer.stderr);

@@ -7,7 +7,7 @@ import net from "node:net";
 import { startPrimaries, startStandalone, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { KeySpace } from "../../src/keys.js";
 import type { InspectReport } from "../../src/cli/inspect.js";
-import { alive, assertEveryKeyExpires, Cli, cli, eventually, holder, nodeCommand, Scratch, Side } from "./support.js";
+import { alive, assertEveryKeyExpires, Cli, cli, eventually, holder, nodeCommand, Scratch, Side, stopLeftovers } from "./support.js";
 
 after(stopAll);
 
@@ -22,6 +22,7 @@ void describe("surelock exec", () => {
     redis = ["--redis", server.url];
   });
   afterEach(async () => {
+    await stopLeftovers();
     await side.close();
     await assertEveryKeyExpires(server);
   });
@@ -248,6 +249,7 @@ void describe("surelock exec in quorum mode", () => {
   before(async () => {
     servers = await startPrimaries(3);
   });
+  afterEach(stopLeftovers);
   after(async () => {
     scratch.cleanup();
     await Promise.all(servers.map((s) => s.stop()));

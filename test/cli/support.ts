@@ -25,6 +25,9 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+/** The surelock processes started here that have not exited yet. */
+const live = new Set<Cli>();
+
 /** A running `surelock` process. */
 export class Cli {
   readonly child: ChildProcess;
@@ -43,8 +46,12 @@ export class Cli {
     });
     this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => { this.stdout += chunk; });
     this.child.stderr?.setEncoding("utf8").on("data", (chunk: string) => { this.stderr += chunk; });
+    live.add(this);
     this.exited = new Promise((resolve) => {
-      this.child.once("close", (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr }));
+      this.child.once("close", (code, signal) => {
+        live.delete(this);
+        resolve({ code, signal, stdout: this.stdout, stderr: this.stderr });
+      });
     });
   }
 
@@ -56,6 +63,16 @@ export class Cli {
   kill(signal: NodeJS.Signals): void {
     this.child.kill(signal);
   }
+}
+
+/**
+ * Stops the surelock processes a test left running (it failed before they ended): SIGTERM ends a
+ * wait and is passed on to a running command, so no process outlives its test. For `afterEach`.
+ */
+export async function stopLeftovers(): Promise<void> {
+  const left = [...live];
+  for (const run of left) run.kill("SIGTERM");
+  await Promise.all(left.map((run) => run.result()));
 }
 
 /** Runs `surelock args...` to the end. */
