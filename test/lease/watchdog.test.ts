@@ -37,7 +37,7 @@ describe("watchdog renewal", () => {
     await next.release();
   });
 
-  it("renews 10,000 held leases once per tick, in chunks of at most KEEPALIVE_CHUNK (150) per script call sent together", { timeout: 120_000 }, async () => {
+  it("renews 10,000 held leases once per tick, in chunks of at most KEEPALIVE_CHUNK (100) per script call sent together", { timeout: 120_000 }, async () => {
     const ttl = 3_000;
     const locks = h.locks({ ttl });
     const leases = [];
