@@ -55,7 +55,7 @@ async function perCall(client) {
     ["PEXPIRE", times("redis.call('PEXPIRE', KEYS[1], 10000)"), 20],
     ["HDEL of 6 fields", times("redis.call('HDEL', KEYS[1], 'o', 'h', 't', 'n', 'l', '@' .. ARGV[2])"), 20],
     ["TIME", times("redis.call('TIME')"), 20],
-    ["ZADD of a tombstone", times("redis.call('ZADD', KEYS[3], 1795677947527, ARGV[2])"), 20],
+    ["SET PX of a tombstone", times("redis.call('SET', KEYS[3], '1', 'PX', 4000)"), 20],
   ];
   const shas = await Promise.all(probes.map(([, lua]) => client.script("LOAD", lua)));
   const best = probes.map(() => Infinity);
@@ -97,8 +97,8 @@ async function split(client) {
       const hold = `abcdefghijkl.${(++ids).toString(36)}`;
       const a = await client.evalsha(acquire.sha, 3, `${base}:lock`, `${base}:queue`, `${base}:tickets`,
         `host:1234:${hold}`, hold, hold, 10_000, "", 3_000);
-      await client.evalsha(release.sha, 5, `${base}:lock`, `${base}:queue`, `${base}:tickets`, `${base}:wake`, `${base}:released`,
-        hold, hold, String(a[1]), 300_000, 60_000, "1", "PUBLISH");
+      await client.evalsha(release.sha, 5, `${base}:lock`, `${base}:queue`, `${base}:tickets`, `${base}:wake`, `${base}:released:${hold}`,
+        hold, hold, String(a[1]), 300_000, 4_000, "1", "PUBLISH");
     },
     "floor (SET NX PX + compare-and-delete)": async (loop) => {
       const token = `t${++ids}`;

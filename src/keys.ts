@@ -11,6 +11,7 @@ export interface ExclusiveKeys {
   readonly lock: string;
   readonly queue: string;
   readonly tickets: string;
+  /** The prefix of its released entries' tombstones: `<released>:<entry>` each (see `tombstoneOf`). */
   readonly released: string;
   readonly channel: string;
 }
@@ -48,6 +49,14 @@ export interface LatchKeys {
   readonly key: string;
   readonly state: string;
   readonly channel: string;
+}
+
+/**
+ * The tombstone a released entry of a mutex leaves for the replay window (release.lua): a string
+ * key of its own, in the lock's slot, so that a replay finds it with one EXISTS.
+ */
+export function tombstoneOf(keys: ExclusiveKeys, entry: string): string {
+  return `${keys.released}:${entry}`;
 }
 
 export class KeySpace {

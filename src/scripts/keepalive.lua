@@ -5,9 +5,10 @@
 -- Each item is a kind followed by its arguments, and takes the next KEYS in order:
 --   'x' hold ttl                          KEYS lock                                a mutex hold
 --   's' hold ttl                          KEYS state holders entries               a shared hold
---   'q' ticket lease ttl owner            KEYS lock queue tickets released         a mutex waiter
+--   'q' ticket lease ttl owner            KEYS lock queue tickets tombstone        a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
---   'm' ticket lease ttl owner n          KEYS (lock queue tickets released) x n   a multi-key waiter
+--   'm' ticket lease ttl owner n          KEYS (lock queue tickets tombstone) x n  a multi-key waiter
+-- (`tombstone`: the one the ticket's hold leaves when it is released, release.lua.)
 -- Invariant: a hold is renewed only while that very hold is live, never revived, and its life is
 -- only ever lengthened (never below what any sharer was promised); a ticket keeps its place while
 -- refreshed (a lapsed one stands again at the back, unless it asks for more permits than the
@@ -59,12 +60,12 @@ while i <= #ARGV do
     else out[#out + 1] = 0 end
     i = i + 3
   elseif kind == 'q' then
-    local lock, queue, tickets, released = key(), key(), key(), key()
+    local lock, queue, tickets, tombstone = key(), key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local st = redis.call('HMGET', lock, 'h', 't', 'c')
     if st[1] == ticket then
       out[#out + 1] = {1, tonumber(st[2]), redis.call('PTTL', lock)}
-    elseif redis.call('ZSCORE', released, ticket) then
+    elseif redis.call('EXISTS', tombstone) == 1 then
       out[#out + 1] = {3}
     else
       liveHead(queue, tickets)
@@ -78,14 +79,14 @@ while i <= #ARGV do
     local ticket, lease, ttl, owner, n = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
     local locks, mine, held = {}, false, false
     for j = 1, n do
-      local l = { lock = key(), queue = key(), tickets = key(), released = key() }
+      local l = { lock = key(), queue = key(), tickets = key(), tombstone = key() }
       locks[j] = l
       liveHead(l.queue, l.tickets)
       local h = redis.call('HGET', l.lock, 'h')
       if h == ticket then mine = true elseif h then held = true end
     end
     local done = false
-    for _, l in ipairs(locks) do if redis.call('ZSCORE', l.released, ticket) then done = true end end
+    for _, l in ipairs(locks) do if redis.call('EXISTS', l.tombstone) == 1 then done = true end end
     if mine then out[#out + 1] = {0, -1, 0}
     elseif done then out[#out + 1] = {3}
     else

@@ -1,7 +1,8 @@
 -- release-multi.lua: give back one entry of a multi-key hold on every lock at once; the last one frees them all and hands each over.
 -- KEYS: ...locks
 -- ARGV: hold, entry, keep, window, grant, publish
--- KEYS are (lock, queue, tickets, channel, released) per key. The hold is matched by its id and
+-- KEYS are (lock, queue, tickets, channel, tombstone) per key, `tombstone` the entry's own there
+-- (as in release.lua). The hold is matched by its id and
 -- the entry's id (a multi-key hold is never granted, so its id names no other hold); `hold` '*':
 -- whichever hold has this entry on the first lock (abandoning a join by owner whose answer was lost). `keep`,
 -- `window`, `grant` and `publish` as in release.lua: each freed lock is handed to its queue's live
@@ -25,25 +26,22 @@ if hold == '*' then
 end
 local mine = {}
 for i, l in ipairs(locks) do
-  local st = redis.call('HMGET', l.lock, 'h', 'n', 't', '@' .. entry)
-  if st[1] == hold and st[4] then mine[#mine + 1] = { l = l, n = tonumber(st[2]), t = tonumber(st[3]) } end
+  local st = redis.call('HMGET', l.lock, 'h', 'n', '@' .. entry)
+  if st[1] == hold and st[3] then mine[#mine + 1] = { l = l, n = tonumber(st[2]) } end
 end
 if #mine == 0 then
   for _, l in ipairs(locks) do
-    if redis.call('ZSCORE', l.released, entry) then return {3} end
+    if redis.call('EXISTS', l.tombstone) == 1 then return {3} end
   end
   for _, l in ipairs(locks) do
     if redis.call('HEXISTS', l.lock, 'o') == 1 then return {-1, redis.call('PTTL', l.lock)} end
   end
   return {0}
 end
-local out, left, freed, now = {1}, 0, 0, nowMs()
+local out, left, freed = {1}, 0, 0
 for _, m in ipairs(mine) do
   local l = m.l
-  redis.call('ZADD', l.released, now + tonumber(window), entry)
-  redis.call('PEXPIRE', l.released, window)
-  -- Tombstones past their window go now and then (every 32nd hold), not on every call.
-  if m.t % 32 == 0 then redis.call('ZREMRANGEBYSCORE', l.released, '-inf', now) end
+  redis.call('SET', l.tombstone, '1', 'PX', window)
   if m.n > 1 then
     redis.call('HDEL', l.lock, '@' .. entry)
     redis.call('HINCRBY', l.lock, 'n', -1)

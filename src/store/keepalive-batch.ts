@@ -3,7 +3,7 @@
  * encoded in keepalive.lua's layout, grouped by Cluster slot and cut into chunks, one script call
  * each, and each call's replies read back into one result per item.
  */
-import { slotOf } from "../keys.js";
+import { slotOf, tombstoneOf } from "../keys.js";
 import { holdState, scripts, ticketState, type ScriptCall } from "../scripts/index.js";
 import { combineStates, encodeMulti } from "./multi.js";
 import type { KeepaliveItem, KeepaliveResult, LockTarget } from "./types.js";
@@ -81,7 +81,7 @@ function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]):
   }
   const a = item.ask;
   if (target.family === "exclusive") {
-    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets, target.keys.released);
+    keys.push(target.keys.lock, target.keys.queue, target.keys.tickets, tombstoneOf(target.keys, a.hold));
     args.push("q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
   } else {
     const k = target.keys;

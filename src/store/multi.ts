@@ -4,7 +4,7 @@
  * is one mutex hold on each key's lock hash, so renewal and checks use the mutex's per-key items
  * and the hold counts as held only where every key holds it.
  */
-import type { MultiKeys } from "../keys.js";
+import { tombstoneOf, type MultiKeys } from "../keys.js";
 import { scripts, type HoldState, type MultiAcquireReply, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
 import type { AcquireCall, AcquireResult, KeepaliveItem, LockTarget } from "./types.js";
 
@@ -18,14 +18,16 @@ export interface HandOverOptions {
   readonly publish: "PUBLISH" | "SPUBLISH";
 }
 
-const freeingKeys = (keys: MultiKeys): string[] => keys.each.flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, k.released]);
+/** Each key's lock, queue, tickets, channel, and the tombstone `entry` leaves there when released. */
+const freeingKeys = (keys: MultiKeys, entry: string): string[] =>
+  keys.each.flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, tombstoneOf(k, entry)]);
 
 /** One attempt on every key at once (a waiter that stops holding lines back hands the free keys on). */
 export function acquireMultiCall(keys: MultiKeys, call: AcquireCall, o: HandOverOptions): ScriptCall<MultiAcquireReply> {
   const { ask, entry, join } = call;
   return scripts.acquireMulti.call({}, {
     owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, keep: o.keep, grant: o.grant, publish: o.publish,
-  }, { keys: freeingKeys(keys) });
+  }, { keys: freeingKeys(keys, entry) });
 }
 
 /** The reply as the store's result: `ref.token` and `leaseToken` are the first key's, `ref.tokens` every key's. */
@@ -42,12 +44,12 @@ export function multiResult(target: MultiTarget, reply: MultiAcquireReply): Acqu
 
 /** Gives back one entry on every key; the last frees them all, each handed to its queue. */
 export function releaseMultiCall(keys: MultiKeys, hold: string, entry: string, o: HandOverOptions): ScriptCall<ReleaseReply> {
-  return scripts.releaseMulti.call({}, { hold, entry, ...o }, { keys: freeingKeys(keys) });
+  return scripts.releaseMulti.call({}, { hold, entry, ...o }, { keys: freeingKeys(keys, entry) });
 }
 
 /** A waiter leaves every queue, and gives back a hold founded for its ticket. */
 export function leaveMultiCall(keys: MultiKeys, ticket: string, o: HandOverOptions): ScriptCall<number> {
-  return scripts.leaveMulti.call({}, { ticket, keep: o.keep, grant: o.grant, publish: o.publish }, { keys: freeingKeys(keys) });
+  return scripts.leaveMulti.call({}, { ticket, keep: o.keep, grant: o.grant, publish: o.publish }, { keys: freeingKeys(keys, ticket) });
 }
 
 /** The hold's state from each key's: held only where every key holds it; taken if any key has another hold. */
@@ -68,7 +70,7 @@ export function encodeMulti(item: KeepaliveItem, multi: MultiKeys, keys: string[
     }
     return multi.each.length;
   }
-  for (const k of multi.each) keys.push(k.lock, k.queue, k.tickets, k.released);
+  for (const k of multi.each) keys.push(k.lock, k.queue, k.tickets, tombstoneOf(k, item.ask.hold));
   args.push("m", item.ask.hold, item.ask.ticketLeaseMs, item.ask.ttlMs, item.ask.owner, multi.each.length);
   return 1;
 }

@@ -4,6 +4,7 @@
  * (keepalive-batch.ts).
  */
 import type { Endpoint } from "../adapters/endpoint.js";
+import { tombstoneOf } from "../keys.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
 import { scripts, type AcquireReply, type Grant, type HoldState, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
@@ -85,7 +86,7 @@ export class SingleStore implements Store {
     } else if (ref.target.family === "exclusive") {
       const k = ref.target.keys;
       reply = await this.endpoint.run(scripts.release.call(
-        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
         {
           hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, window: this.#o.replayWindowMs,
           grant: this.#grant, publish: this.endpoint.publish,

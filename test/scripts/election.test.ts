@@ -1,7 +1,7 @@
 /** proclaim.lua, read-leader.lua, inspect-coordination.lua: an election's leader stores its value; everyone reads who leads. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { KeySpace } from "../../src/keys.js";
+import { KeySpace, tombstoneOf } from "../../src/keys.js";
 import { scripts } from "../../src/scripts/index.js";
 import { within } from "../helpers/fixtures.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
@@ -116,7 +116,7 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     const k = keys("succession");
     const first = await found("succession", "o1", "h1");
     await b.run(proclaim("succession", "h1", first, "first's"));
-    const freed = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+    const freed = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h1") },
       { hold: "h1", entry: "h1", token: first.toString(), keep: 60_000, window: 1_000, grant: "1", publish: "PUBLISH" }));
     assert.equal(freed.status, "freed");
     assert.equal(await read("succession"), null);

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { holdState, scripts, ticketState } from "../../src/scripts/index.js";
+import { tombstoneOf } from "../../src/keys.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("keepalive.lua", () => {
@@ -47,7 +48,7 @@ void describe("keepalive.lua", () => {
     const k = b.exclusive("tq");
     const holder = await found("tq", "holder", "h");
     await found("tq", "w1", "t1", 3_000);
-    const refresh = (ticket: string) => scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, k.released], args: ["q", ticket, 3_000, 10_000, "w"] });
+    const refresh = (ticket: string) => scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, tombstoneOf(k, ticket)], args: ["q", ticket, 3_000, 10_000, "w"] });
     const counter = BigInt((await b.redis.hget(k.lock, "c")) ?? "0");
     assert.deepEqual(ticketState((await b.run(refresh("t1")))[0]), { status: "queued", position: 0, counter });
     // The holder vanished without a handoff: the head is told to attempt; nothing is founded here.
@@ -69,14 +70,14 @@ void describe("keepalive.lua", () => {
     // everyone else, and granted by the next release to a waiter that is gone.
     const k = b.exclusive("late");
     const release = (hold: string) => scripts.release.call(
-      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, hold) },
       { hold, entry: hold, token: "0", keep: 60_000, window: 60_000, grant: "1", publish: "PUBLISH" });
     await found("late", "holder", "h");
     await found("late", "w", "t", 3_000);
     const freed = await b.run(release("h"));
     assert.ok(freed.status === "freed" && freed.grants[0]?.ticket === "t", "granted to the waiter's ticket");
     await b.run(release("t"));
-    const refresh = scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, k.released], args: ["q", "t", 3_000, 10_000, "w"] });
+    const refresh = scripts.keepalive.call({}, {}, { keys: [k.lock, k.queue, k.tickets, tombstoneOf(k, "t")], args: ["q", "t", 3_000, 10_000, "w"] });
     assert.deepEqual(ticketState((await b.run(refresh))[0]), { status: "done" });
     assert.equal(await b.redis.llen(k.queue), 0, "nobody in line");
     assert.equal(await b.redis.hexists(k.tickets, "t"), 0);

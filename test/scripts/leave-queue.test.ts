@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
+import { tombstoneOf } from "../../src/keys.js";
 import { exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("leave-queue.lua", () => {
@@ -37,7 +38,7 @@ void describe("leave-queue.lua", () => {
     await acquire("crossed", "w1", "t1");
     await acquire("crossed", "w2", "t2");
     assert.ok(held.status === "founded");
-    await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+    await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
       { hold: "h", entry: "h", token: held.token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
     assert.equal(await b.redis.hget(k.lock, "h"), "t1", "granted to the waiter that is leaving");
     assert.equal(await b.run(leave("crossed", "t1")), 2);

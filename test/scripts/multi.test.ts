@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { ExclusiveKeys } from "../../src/keys.js";
+import { tombstoneOf, type ExclusiveKeys } from "../../src/keys.js";
 import { scripts, ticketState } from "../../src/scripts/index.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
@@ -16,29 +16,31 @@ void describe("multi-key scripts", () => {
 
   const keysOf = (names: readonly string[]): ExclusiveKeys[] => names.map((n) => b.exclusive(n));
   const all = (names: readonly string[]): string[] => keysOf(names).flatMap(exclusiveKeys);
-  const freeing = (names: readonly string[]) => keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, k.released]);
+  /** Each key's lock, queue, tickets, channel and the tombstone `entry` leaves there. */
+  const freeing = (names: readonly string[], entry: string) =>
+    keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, k.channel, tombstoneOf(k, entry)]);
   const acquire = (names: readonly string[], owner: string, hold: string, o: { entry?: string; join?: string; ticketLease?: number } = {}) =>
     scripts.acquireMulti.call({}, {
       owner, hold, entry: o.entry ?? hold, ttl: 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0, keep: 60_000, grant: "1", publish: "PUBLISH",
-    }, { keys: freeing(names) });
+    }, { keys: freeing(names, o.entry ?? hold) });
   const release = (names: readonly string[], hold: string, entry: string, grant = "1") =>
-    scripts.releaseMulti.call({}, { hold, entry, keep: 60_000, window: 10_000, grant, publish: "PUBLISH" }, { keys: freeing(names) });
+    scripts.releaseMulti.call({}, { hold, entry, keep: 60_000, window: 10_000, grant, publish: "PUBLISH" }, { keys: freeing(names, entry) });
   const leave = (names: readonly string[], ticket: string) =>
-    scripts.leaveMulti.call({}, { ticket, keep: 60_000, grant: "1", publish: "PUBLISH" }, { keys: freeing(names) });
+    scripts.leaveMulti.call({}, { ticket, keep: 60_000, grant: "1", publish: "PUBLISH" }, { keys: freeing(names, ticket) });
   const mutex = (name: string, owner: string, hold: string, ticketLease = 0) => {
     const k = b.exclusive(name);
     return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
       { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease }));
   };
   const refresh = (names: readonly string[], ticket: string) => scripts.keepalive.call({}, {}, {
-    keys: keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, k.released]), args: ["m", ticket, 3_000, 10_000, "w", names.length],
+    keys: keysOf(names).flatMap((k) => [k.lock, k.queue, k.tickets, tombstoneOf(k, ticket)]), args: ["m", ticket, 3_000, 10_000, "w", names.length],
   });
 
   void it("founds one hold on every key, with each key's own token; a replay answers the same and changes nothing", async () => {
     const names = ["f:a", "f:b", "f:c"];
     await mutex("f:b", "earlier", "e1");
     const kb = b.exclusive("f:b");
-    await b.run(scripts.release.call({ lock: kb.lock, queue: kb.queue, tickets: kb.tickets, channel: kb.channel, released: kb.released },
+    await b.run(scripts.release.call({ lock: kb.lock, queue: kb.queue, tickets: kb.tickets, channel: kb.channel, tombstone: tombstoneOf(kb, "e1") },
       { hold: "e1", entry: "e1", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
     const before = BigInt((await b.redis.hget(b.exclusive("f:b").lock, "c")) ?? "0");
     const r = await b.replay(acquire(names, "o", "h"), all(names));
@@ -126,7 +128,7 @@ void describe("multi-key scripts", () => {
     assert.deepEqual(outer, { status: "freed", grants: [] });
     for (const k of keysOf(names)) assert.deepEqual(Object.keys(await b.redis.hgetall(k.lock)), ["c"]);
     assert.deepEqual(await b.run(release(names, "h", "h")), { status: "released" });
-    assertAllExpire(await b.snapshot([...all(names), ...keysOf(names).map((k) => k.released)]));
+    assertAllExpire(await b.snapshot([...all(names), ...keysOf(names).flatMap((k) => [tombstoneOf(k, "h"), tombstoneOf(k, "e2")])]));
   });
 
   void it("the release hands each key to its head: a mutex waiter is granted, a multi-key waiter told its turn", async () => {
@@ -161,7 +163,7 @@ void describe("multi-key scripts", () => {
     await b.run(acquire(names, "o", "t", { ticketLease: 3_000 }));
     assert.equal((await mutex("mt:a", "w", "behind", 3_000)).status, "busy");
     assert.deepEqual(await b.redis.lrange(ka.queue, 0, -1), ["t", "behind"]);
-    const r = await b.run(scripts.release.call({ lock: ka.lock, queue: ka.queue, tickets: ka.tickets, channel: ka.channel, released: ka.released },
+    const r = await b.run(scripts.release.call({ lock: ka.lock, queue: ka.queue, tickets: ka.tickets, channel: ka.channel, tombstone: tombstoneOf(ka, "ha") },
       { hold: "ha", entry: "ha", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
     assert.deepEqual(r.status === "freed" && r.grants.map((g) => g.ticket), ["behind"]);
     assert.equal(await b.redis.hget(ka.lock, "h"), "behind");

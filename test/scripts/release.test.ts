@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
+import { tombstoneOf } from "../../src/keys.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("release.lua", () => {
@@ -17,7 +18,7 @@ void describe("release.lua", () => {
   };
   const release = (key: string, hold: string, entry: string, token: bigint | string, grant = "1") => {
     const k = b.exclusive(key);
-    return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+    return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
       { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant, publish: "PUBLISH" });
   };
   const tokenOf = async (key: string, owner: string, hold: string): Promise<bigint> => {

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
+import { tombstoneOf } from "../../src/keys.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () => {
@@ -53,7 +54,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
       { owner: "o", hold: "h2", entry: "e2", ttl: 10_000, join: "*", ticketLease: 0 }));
     assert.deepEqual(joined.status === "entered" && [joined.hold, joined.token, joined.leaseToken], ["h", token, token + 7n]);
     for (const [hold, entry] of [["h", "e2"], ["h", "h"]] as const) {
-      await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+      await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
         { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
     }
     assert.equal(await b.redis.hexists(k.lock, "l"), 0, "the hold's lease token goes with it");
@@ -64,7 +65,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     const k = b.exclusive("forced");
     const doc = await b.run(scripts.forceRelease.call({ state: k.lock, holders: k.lock, entries: k.lock, channel: k.channel }, { kind: "x", publish: "PUBLISH" }));
     assert.deepEqual(doc, { holds: [{ owner: "o", fencingToken: token.toString(), entries: 1 }] });
-    const release = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+    const release = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
       { hold: "h", entry: "h", token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
     assert.deepEqual(release, { status: "gone" });
   });

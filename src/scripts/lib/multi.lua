@@ -7,11 +7,11 @@
 -- others while it waits for a busy one, so a flow that holds one of its locks and asks for
 -- another is never stuck behind it. `locks` lists {lock =, queue =, tickets =, ...} per key.
 
--- The locks of a script, read from KEYS in groups of `size` (lock, queue, tickets[, channel, released]).
+-- The locks of a script, read from KEYS in groups of `size` (lock, queue, tickets[, channel, tombstone]).
 local function locksOf(size)
   local locks = {}
   for i = 1, #KEYS, size do
-    locks[#locks + 1] = { lock = KEYS[i], queue = KEYS[i + 1], tickets = KEYS[i + 2], channel = KEYS[i + 3], released = KEYS[i + 4] }
+    locks[#locks + 1] = { lock = KEYS[i], queue = KEYS[i + 1], tickets = KEYS[i + 2], channel = KEYS[i + 3], tombstone = KEYS[i + 4] }
   end
   return locks
 end
