@@ -278,7 +278,9 @@ process.on("message", (message: ToWorker) => {
 
 // Nothing may escape surelock unhandled; if something does, the history says so.
 process.on("unhandledRejection", (reason) => {
-  void send({ type: "error", message: `unhandled rejection: ${errorInfo(reason).name}: ${errorInfo(reason).message}` });
+  // With where it came from: the error alone ("Connection is closed.") does not say whose promise it was.
+  const stack = reason instanceof Error && reason.stack ? ` | ${reason.stack.split("\n").slice(1, 9).map((l) => l.trim()).join(" < ")}` : "";
+  void send({ type: "error", message: `unhandled rejection: ${errorInfo(reason).name}: ${errorInfo(reason).message}${stack}` });
 });
 process.on("disconnect", () => {
   // The orchestrator is gone (or we are done): nothing to report to any more.
