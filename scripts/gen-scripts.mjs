@@ -1,6 +1,7 @@
 // Builds src/scripts/lua.generated.ts from src/scripts/*.lua: each script's final text (its
 // `--@include lib/…` lines replaced by those files less the helpers it never calls, and its
-// declared KEYS and ARGV bound to locals), its SHA1, and the names of its KEYS and ARGV in order. The header lines
+// declared KEYS and ARGV bound to locals), its SHA1, and the names of its KEYS and ARGV in
+// order. The header lines
 //   -- KEYS: lock, queue, tickets        (or `...keys` for a variable list)
 //   -- ARGV: owner, hold, ...rest
 // are the one place a script's calling convention is written: the typed bindings in
