@@ -120,4 +120,18 @@ void describe("release.lua", () => {
     assert.deepEqual(await b.run(release("by-entry", "*", "lost-entry", "0")), { status: "held", entries: 1 });
     assert.equal(await b.redis.hexists(k.lock, "@lost-entry"), 0);
   });
+
+  void it("each entry given back leaves a tombstone key of its own, which lives for the replay window and no longer", async () => {
+    const k = b.exclusive("tombs");
+    const token = await tokenOf("tombs", "o", "h");
+    await acquire("tombs", "o", "x", { entry: "e2", join: "h" });
+    for (const entry of ["e2", "h"]) await b.run(release("tombs", "h", entry, token));
+    for (const entry of ["e2", "h"]) {
+      const pttl = await b.redis.pttl(tombstoneOf(k, entry));
+      assert.ok(pttl > 0 && pttl <= 10_000, `the tombstone of ${entry} expires within the window (pttl ${pttl})`);
+    }
+    // A release that removed nothing (a replay) leaves no tombstone of its own making.
+    assert.deepEqual(await b.run(release("tombs", "h", "never-entered", token)), { status: "gone" });
+    assert.equal(await b.redis.exists(tombstoneOf(k, "never-entered")), 0);
+  });
 });
