@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { Surelock } from "../dist/index.js";
 import { snapshot } from "./lib/redis-info.mjs";
-import { fixed, int } from "./lib/report.mjs";
+import { fixed, int, table } from "./lib/report.mjs";
 import { startRedis, stopAll } from "./lib/servers.mjs";
 
 const generated = readFileSync(fileURLToPath(new URL("../src/scripts/lua.generated.ts", import.meta.url)), "utf8");
@@ -32,9 +32,6 @@ function script(name) {
   return { sha: m[1], lua: JSON.parse(m[2]) };
 }
 
-function table(header, rows) {
-  return [`| ${header.join(" | ")} |`, `|---|${header.slice(1).map(() => "---:").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
-}
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

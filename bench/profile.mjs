@@ -13,7 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { selfTimes } from "./lib/cpu-profile.mjs";
 import { forkChild } from "./lib/ipc.mjs";
-import { fixed, int } from "./lib/report.mjs";
+import { fixed, int, table } from "./lib/report.mjs";
 import { startRedis, stopAll } from "./lib/servers.mjs";
 
 const LIBRARIES = [
@@ -26,9 +26,6 @@ function option(argv, name, fallback) {
   return at === -1 ? fallback : argv[at + 1];
 }
 
-function table(header, rows) {
-  return [`| ${header.join(" | ")} |`, `|---|${header.slice(1).map(() => "---:").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
-}
 
 async function profileOnce(entry, { port, loops, seconds, dir }) {
   const file = path.join(dir, `w1-${entry.id.split(":")[0]}-${loops}-loops.cpuprofile`);

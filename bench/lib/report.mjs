@@ -26,7 +26,8 @@ export function ratio(mine, theirs) {
   return `${r >= 100 ? Math.round(r) : r >= 10 ? r.toFixed(1) : r >= 1 ? r.toFixed(2) : r.toPrecision(2)}×`;
 }
 
-function table(header, rows) {
+/** A markdown table: the first column left-aligned, the others right-aligned. */
+export function table(header, rows) {
   const lines = [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`];
   for (const r of rows) lines.push(`| ${r.join(" | ")} |`);
   return lines.join("\n");
