@@ -204,6 +204,14 @@ export abstract class Lock implements Lockable {
           if (result.status === "gone") section?.lease._hold.lose("expired", "found when re-entering");
           throw refusal(this.key, result, call.ask.permits);
         }
+        // The section's hold was lost while this re-entry was on the wire: it cannot be re-entered
+        // now either (a lease on it would outlive the loss its section was told of). What this
+        // call added, an entry or a nested read's hold, is given back.
+        const lostMeanwhile = section?.lease._hold.lost;
+        if (lostMeanwhile) {
+          rt.store.release(result.ref, call.entry).catch(() => {});
+          throw lostMeanwhile;
+        }
         got = { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
       }
       // An answer so late that the lease is already unsafe (a paused process): give it back, try again.

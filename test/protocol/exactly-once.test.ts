@@ -112,6 +112,44 @@ describe("the exactly-once protocol on a real server", () => {
     assert.equal(lease.signal.aborted, false);
   });
 
+  it("a re-entry answered after its section's hold was lost is refused, and what it added is given back (torture seed 34)", async () => {
+    // Commands still run at once, their replies come late: the watchdog's renewals go unconfirmed,
+    // so the section's lease is lost while the nested acquire's answer ("entered") is on its way.
+    const key = "late-reentry";
+    const { locks, proxy } = await through({ autoResend: true, ttl: 600, commandTimeout: 5_000 });
+    let nested: Promise<unknown> | undefined;
+    const section = locks.withLock(key, async (lease) => {
+      proxy.setLatency(0, 1_200);
+      nested = locks.mutex(key).acquire();
+      nested.catch(() => {});
+      await eventually(async () => (await entries(key)) === "2", 2_000, "the re-entry ran on the server");
+      await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+    });
+    await assert.rejects(within(5_000, section), LockLostError);
+    await assert.rejects(within(5_000, nested!), LockLostError, "no lease on a hold its section lost");
+    proxy.setLatency(0, 0);
+    await eventually(async () => (await server.command("HEXISTS", `surelock:{${key}}:lock`, "o")) === 0, 3_000, "both entries given back");
+  });
+
+  it("a nested read answered after its writer's hold was lost is refused, and its read hold given back", async () => {
+    const key = "late-nested-read";
+    const { locks, proxy } = await through({ autoResend: true, ttl: 600, commandTimeout: 5_000 });
+    const rw = locks.readWriteLock(key);
+    const holders = `surelock:rw:{${key}}:holders`;
+    let nested: Promise<unknown> | undefined;
+    const section = rw.write().withLock(async (lease) => {
+      proxy.setLatency(0, 1_200);
+      nested = rw.read().acquire();
+      nested.catch(() => {});
+      await eventually(async () => (await server.command("ZCOUNT", holders, "(0", "+inf")) === 2, 2_000, "the nested read ran on the server");
+      await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+    });
+    await assert.rejects(within(5_000, section), LockLostError);
+    await assert.rejects(within(5_000, nested!), LockLostError, "no read lease under a writer its section lost");
+    proxy.setLatency(0, 0);
+    await eventually(async () => (await server.command("ZCOUNT", holders, "(0", "+inf")) === 0, 3_000, "the writer's and the read's holds given back");
+  });
+
   it("a replayed acquire with an explicit owner counts one entry; a replayed semaphore acquire takes one permit", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
