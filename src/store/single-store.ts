@@ -29,6 +29,9 @@ export class SingleStore implements Store {
   readonly grants: boolean;
   readonly #o: SingleStoreOptions;
   readonly #grant: "0" | "1";
+  /** The newest attempt sent per entry id (= hold id when fresh), while its reply may come late. */
+  readonly #newest = new Map<string, number>();
+  #attempts = 0;
 
   constructor(endpoint: Endpoint, o: SingleStoreOptions) {
     this.endpoint = endpoint;
@@ -42,9 +45,26 @@ export class SingleStore implements Store {
   }
 
   async acquire(call: AcquireCall): Promise<AcquireResult> {
+    const { entry } = call;
+    const attempt = ++this.#attempts;
+    this.#newest.set(entry, attempt);
+    // A reply that comes after we gave up on it still took (or queued) something: give it back,
+    // unless the same identity was attempted or given back since. A newer attempt ran after this
+    // one, found its state (a replay) and answers for it; a give-back sent now would land behind
+    // it and delete the hold it counts (torture seed 3 on quorum).
+    const undo = (): Promise<void> | undefined => {
+      if (this.#newest.get(entry) !== attempt) return undefined;
+      this.#newest.delete(entry);
+      return this.#abandonQuietly(call);
+    };
+    const result = await this.#attempt(call, undo);
+    // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
+    if (this.#newest.get(entry) === attempt) this.#newest.delete(entry);
+    return result;
+  }
+
+  async #attempt(call: AcquireCall, undo: () => Promise<void> | undefined): Promise<AcquireResult> {
     const { target, ask, entry, join } = call;
-    // A reply that comes after we gave up on it still took (or queued) something: give it back.
-    const undo = (): Promise<void> => this.#abandonQuietly(call);
     let reply: AcquireReply;
     if (target.family === "multi") return multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo));
     if (target.family === "exclusive") {
@@ -68,6 +88,8 @@ export class SingleStore implements Store {
   }
 
   async abandon(call: AcquireCall): Promise<void> {
+    // Sent behind every attempt of this identity: no late reply needs a give-back of its own.
+    this.#newest.delete(call.entry);
     if (call.join === "" || call.join === "*") {
       // Leaving the queue also gives back a hold founded for the ticket (= the hold's id).
       await this.#leave(call.target, call.ask.hold);

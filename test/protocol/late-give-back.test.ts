@@ -1,0 +1,76 @@
+/**
+ * A late reply's give-back never lands behind a newer attempt of the same identity. An attempt
+ * whose reply misses its deadline still ran (or will run) on Redis, and what it took is given
+ * back when its reply comes; but a caller that asked again meanwhile with the same hold id (a
+ * quorum round, a waiter's next attempt) has that newer attempt on the wire behind it, which
+ * finds the hold (a replay) and counts it. A give-back sent when the old reply arrives would run
+ * after it and delete that hold under a lease that believes it (torture seed 3 on quorum).
+ */
+import assert from "node:assert/strict";
+import { after, afterEach, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
+import { Endpoint } from "../../src/adapters/endpoint.js";
+import { IoredisAdapter } from "../../src/adapters/ioredis.js";
+import { systemClock } from "../../src/clock.js";
+import { ConnectionError } from "../../src/errors.js";
+import { KeySpace } from "../../src/keys.js";
+import { SingleStore } from "../../src/store/single-store.js";
+import type { AcquireCall } from "../../src/store/types.js";
+import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+
+describe("a late reply's give-back", () => {
+  let server: RedisServer;
+  let proxy: RespProxy;
+  let redis: Redis;
+  let store: SingleStore;
+  const keys = new KeySpace("surelock");
+  before(async () => {
+    server = await startStandalone();
+    proxy = await startRespProxy(server, "p");
+    redis = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 0 });
+    redis.on("error", () => {});
+    store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 300 }), {
+      keepMs: 60_000, replayWindowMs: 10_000, grants: true,
+    });
+    await store.endpoint.command(["PING"]);
+  });
+  afterEach(async () => {
+    if (proxy.blackholed) proxy.heal("deliver");
+    await server.command("FLUSHALL");
+  });
+  after(async () => { redis.disconnect(); await proxy.close(); await server.stop(); });
+
+  const callFor = (key: string, hold: string): AcquireCall => ({
+    target: { family: "exclusive", keys: keys.exclusive(key) },
+    ask: { owner: "o", hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
+    entry: hold,
+    join: "",
+  });
+
+  it("is not sent once the same identity was attempted again: the newer attempt's hold stays", async () => {
+    const call = callFor("late", "h1");
+    proxy.blackhole();
+    await assert.rejects(store.acquire(call), ConnectionError, "the first attempt misses its deadline");
+    // Asked again, the first attempt still unanswered; the link heals and both run, in order.
+    const again = store.acquire(call);
+    proxy.heal("deliver");
+    const result = await again;
+    assert.equal(result.status, "founded", "the newer attempt finds the hold the first one founded");
+    // Anything the old reply triggered was sent before this PING, on the same connection.
+    await store.endpoint.command(["PING"]);
+    assert.equal(await server.command("HGET", "surelock:{late}:lock", "h"), "h1", "the hold the newer attempt counts is still there");
+  });
+
+  it("is sent when nothing newer was: an attempt answered too late gives back what it took", async () => {
+    const call = callFor("alone", "h2");
+    proxy.blackhole();
+    await assert.rejects(store.acquire(call), ConnectionError);
+    proxy.heal("deliver");
+    // The late reply comes before this PING's; the give-back it sends, before the second one's.
+    await store.endpoint.command(["PING"]);
+    await store.endpoint.command(["PING"]);
+    assert.notEqual(await server.command("HGET", "surelock:{alone}:lock", "c"), null, "the late attempt ran");
+    assert.equal(await server.command("HGET", "surelock:{alone}:lock", "h"), null, "and what it founded was given back");
+  });
+});
