@@ -59,6 +59,14 @@ export function tombstoneOf(keys: ExclusiveKeys, entry: string): string {
   return `${keys.released}:${entry}`;
 }
 
+/**
+ * A lock channel's part for one Surelock instance: grants and turns for that instance's tickets
+ * (`<instance>.<n>`, Ids) are told there (`tell`, lib/queue.lua), so no other process hears them.
+ */
+export function inboxOf(channel: string, instance: string): string {
+  return `${channel}:${instance}`;
+}
+
 export class KeySpace {
   readonly prefix: string;
 

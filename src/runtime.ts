@@ -65,7 +65,7 @@ export class Runtime implements LeaseRuntime {
     this.pollMs = o.pollMs;
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({
-      store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(),
+      store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
     });
     // The waiting room hears every channel; other listeners hear the channels they asked for.
     const handler: WakeupHandler = {
@@ -122,6 +122,11 @@ export class Runtime implements LeaseRuntime {
     this.#holds.set(got.ref.hold, hold);
     this.keepalive.track(hold);
     return hold;
+  }
+
+  /** Every ticket this instance makes starts with this (Ids.id). */
+  get ticketPrefix(): string {
+    return this.ids.instance;
   }
 
   handOver(grants: readonly Grant[]): void {

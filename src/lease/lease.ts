@@ -20,6 +20,8 @@ export interface LeaseRuntime {
   readonly clock: Clock;
   /** The longest a store call can take before it settles by itself (its command timeouts and retries). */
   readonly callBoundMs: number;
+  /** The id prefix of this instance's tickets: a release's grant to one of them is handed over here. */
+  readonly ticketPrefix: string;
   /** Grants a release made: a waiter of this process may be the one served. */
   handOver(grants: readonly Grant[]): void;
   /** The last lease of this process on `hold` is done. */
@@ -197,8 +199,9 @@ export class Lease implements AsyncDisposable {
       throw lostBefore;
     }
     let result: ReleaseResult;
+    // A grant to a waiter of this instance goes unannounced: it is handed over from the reply.
+    const call = rt.store.release(hold.ref, this._entry, rt.ticketPrefix);
     try {
-      const call = rt.store.release(hold.ref, this._entry);
       // Bounded by its command timeout; by the hold's validity too, when that ends first.
       const validityFirst = hold.validUntilAt - rt.clock.now() < rt.callBoundMs;
       hold.releaseInFlight = true;
@@ -207,6 +210,8 @@ export class Lease implements AsyncDisposable {
       hold.releaseInFlight = false;
       this.#finish(last);
       if (error === hold.lost) {
+        // The reply may still come, with a grant for a waiter here that nobody announced.
+        call.then((late) => { if (late.status === "freed") rt.handOver(late.grants); }, () => {});
         this.#lostWhileHeld = true;
         this.#controller?.abort(error);
         throw new ConnectionError(`the release of lock "${this.key}" was not confirmed before its validity ran out; the lock expires by itself`,

@@ -91,7 +91,7 @@ local position = standAll(locks, hold, leaseMs, ttlMs, owner, held and 'n' or 'm
 -- It held the lines back and now waits for a holder: each free lock goes to whoever is next.
 if held and was == 'm' then
   for _, l in ipairs(locks) do
-    if redis.call('HEXISTS', l.lock, 'o') == 0 then handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish, false) end
+    if redis.call('HEXISTS', l.lock, 'o') == 0 then handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish, true) end
   end
 end
 return {0, waitMs, position, 0}

@@ -38,7 +38,7 @@ for _, ticket in ipairs(redis.call('LRANGE', queue, 0, -1)) do
   if t and t.mode == 's' and t.permits > n then
     redis.call('LREM', queue, 1, ticket)
     redis.call('HDEL', tickets, ticket)
-    redis.call(publish, channel, 't ' .. ticket)
+    tell(publish, channel, ticket, 't ' .. ticket)
   end
 end
 

@@ -101,7 +101,7 @@ export class SingleStore implements Store {
     }
   }
 
-  async release(ref: HoldRef, entry: string): Promise<ReleaseResult> {
+  async release(ref: HoldRef, entry: string, here = ""): Promise<ReleaseResult> {
     let reply: ReleaseReply;
     if (ref.target.family === "multi") {
       reply = await this.endpoint.run(releaseMultiCall(ref.target.keys, ref.hold, entry, this.#handOver()));
@@ -111,7 +111,7 @@ export class SingleStore implements Store {
         { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
         {
           hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, window: this.#o.replayWindowMs,
-          grant: this.#grant, publish: this.endpoint.publish,
+          grant: this.#grant, publish: this.endpoint.publish, here,
         },
       ));
     } else {

@@ -101,7 +101,11 @@ export interface Store {
   acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult>;
   /** Gives an attempt back whatever it may have obtained (its reply was lost, or came too late). */
   abandon(call: AcquireCall): Promise<void>;
-  release(ref: HoldRef, entry: string): Promise<ReleaseResult>;
+  /**
+   * Gives `entry` back. `here`: the id prefix of the caller's own tickets, when the caller hands a
+   * grant in the reply over itself (the release then does not announce a grant to one of them).
+   */
+  release(ref: HoldRef, entry: string, here?: string): Promise<ReleaseResult>;
   keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]>;
   check(ref: HoldRef): Promise<HoldState>;
   /**

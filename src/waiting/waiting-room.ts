@@ -14,6 +14,7 @@ import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
 import { race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
+import { inboxOf } from "../keys.js";
 import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { Keepalive } from "../lease/keepalive.js";
 import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
@@ -48,9 +49,14 @@ export class WaitingRoom implements WakeupHandler {
   readonly #byChannel = new Map<string, Set<Waiter>>();
 
   readonly #newId: () => string;
+  readonly #instance: string;
 
-  constructor(o: { store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number; newId: () => string }) {
+  /** `instance`: the prefix of `newId`'s ids, which names this room's own part of each lock channel. */
+  constructor(o: {
+    store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number; newId: () => string; instance: string;
+  }) {
     this.#newId = o.newId;
+    this.#instance = o.instance;
     this.#store = o.store;
     this.#keepalive = o.keepalive;
     this.#clock = o.clock;
@@ -103,7 +109,7 @@ export class WaitingRoom implements WakeupHandler {
       sent = true;
       // Already listening to this lock (other waiters here): keep listening through the attempt,
       // so that an announcement made after it cannot be missed and no second attempt is needed.
-      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(channelsOf(req));
+      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(this.#channelsOf(req));
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
       if (listened) waiter = this.#enter(req);
@@ -118,7 +124,7 @@ export class WaitingRoom implements WakeupHandler {
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
-        const s = this.#wakeups.refAll(channelsOf(req));
+        const s = this.#wakeups.refAll(this.#channelsOf(req));
         subscription = s;
         // A subscription that takes long (a node down, an adapter that never confirms) only costs
         // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
@@ -219,7 +225,7 @@ export class WaitingRoom implements WakeupHandler {
   /** A waiter for `req`, findable by its ticket and its channel (its ticket is refreshed once it is queued: see #note). */
   #enter(req: WaitRequest): Waiter {
     const periodMs = Math.min(this.#pollMs, Math.floor(req.call.ask.ticketLeaseMs / 3));
-    const waiter = new Waiter(req.call, channelsOf(req), periodMs, this.#clock.now());
+    const waiter = new Waiter(req.call, this.#channelsOf(req), periodMs, this.#clock.now());
     this.#waiters.set(waiter.ticket, waiter);
     for (const channel of waiter.channels) {
       let set = this.#byChannel.get(channel);
@@ -239,6 +245,15 @@ export class WaitingRoom implements WakeupHandler {
     this.#keepalive.removeTicket(waiter);
   }
 
+  /**
+   * What a waiter listens to: each lock channel (a force-release's "*"), and this instance's own
+   * part of it, where its grants and turns are told.
+   */
+  #channelsOf(req: WaitRequest): readonly string[] {
+    const channels = typeof req.channel === "string" ? [req.channel] : req.channel;
+    return channels.flatMap((c) => [c, inboxOf(c, this.#instance)]);
+  }
+
   #abandon(call: AcquireCall): void {
     this.#store.abandon(call).catch((error: unknown) => {
       // The ticket lapses, and a hold founded for it expires, by themselves.
@@ -246,5 +261,3 @@ export class WaitingRoom implements WakeupHandler {
     });
   }
 }
-
-const channelsOf = (req: WaitRequest): readonly string[] => (typeof req.channel === "string" ? [req.channel] : req.channel);

@@ -112,6 +112,36 @@ describe("the exactly-once protocol on a real server", () => {
     assert.equal(lease.signal.aborted, false);
   });
 
+  for (const autoResend of [true, false]) {
+    it(`a release that grants to a waiter of its own instance, its reply lost, still serves that waiter, and only it (ioredis resend ${autoResend ? "on" : "off"})`, async () => {
+      // Such a grant is not announced (the reply hands it over): the waiter learns of it from its
+      // ticket's refresh instead.
+      const key = `own-waiter-${autoResend}`;
+      const { locks, proxy } = await through({ autoResend });
+      const intruder = direct();
+      const spy = new Redis({ port: server.port, host: server.host });
+      closers.push(() => spy.disconnect());
+      const told: string[] = [];
+      spy.on("pmessage", (_pattern: string, _channel: string, message: string) => told.push(message));
+      await spy.psubscribe(`surelock:{${key}}:wake*`);
+      const lease = await locks.mutex(key).acquire();
+      const waiting = locks.mutex(key).acquire();
+      await eventually(async () => (await server.command("LLEN", `surelock:{${key}}:queue`)) === 1, 5_000, "the waiter queued");
+      const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+      const released = lease.release();
+      assert.ok(await cut, "the release was cut after Redis ran it");
+      if (autoResend) await within(5_000, released);
+      else await assert.rejects(within(5_000, released), ConnectionError);
+      assert.equal(await intruder.mutex(key).tryAcquire(), null, "the lock went to the waiter, nobody else");
+      const next = await within(5_000, waiting);
+      assert.equal(next.fencingToken, lease.fencingToken + 1n, "the waiter holds the very grant the release made");
+      assert.equal(next.signal.aborted, false);
+      await next.release();
+      await spy.ping();
+      assert.deepEqual(told, [], "the grant was never announced");
+    });
+  }
+
   it("a re-entry answered after its section's hold was lost is refused, and what it added is given back (torture seed 34)", async () => {
     // Commands still run at once, their replies come late: the watchdog's renewals go unconfirmed,
     // so the section's lease is lost while the nested acquire's answer ("entered") is on its way.

@@ -117,7 +117,7 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     const first = await found("succession", "o1", "h1");
     await b.run(proclaim("succession", "h1", first, "first's"));
     const freed = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h1") },
-      { hold: "h1", entry: "h1", token: first.toString(), keep: 60_000, window: 1_000, grant: "1", publish: "PUBLISH" }));
+      { hold: "h1", entry: "h1", token: first.toString(), keep: 60_000, window: 1_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.equal(freed.status, "freed");
     assert.equal(await read("succession"), null);
     const second = await found("succession", "o2", "h2");

@@ -71,7 +71,7 @@ void describe("keepalive.lua", () => {
     const k = b.exclusive("late");
     const release = (hold: string) => scripts.release.call(
       { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, hold) },
-      { hold, entry: hold, token: "0", keep: 60_000, window: 60_000, grant: "1", publish: "PUBLISH" });
+      { hold, entry: hold, token: "0", keep: 60_000, window: 60_000, grant: "1", publish: "PUBLISH", here: "" });
     await found("late", "holder", "h");
     await found("late", "w", "t", 3_000);
     const freed = await b.run(release("h"));

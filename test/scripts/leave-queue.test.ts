@@ -39,7 +39,7 @@ void describe("leave-queue.lua", () => {
     await acquire("crossed", "w2", "t2");
     assert.ok(held.status === "founded");
     await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
-      { hold: "h", entry: "h", token: held.token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+      { hold: "h", entry: "h", token: held.token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.equal(await b.redis.hget(k.lock, "h"), "t1", "granted to the waiter that is leaving");
     assert.equal(await b.run(leave("crossed", "t1")), 2);
     assert.equal(await b.redis.hget(k.lock, "h"), "t2", "handed on to the next head");

@@ -41,7 +41,7 @@ void describe("multi-key scripts", () => {
     await mutex("f:b", "earlier", "e1");
     const kb = b.exclusive("f:b");
     await b.run(scripts.release.call({ lock: kb.lock, queue: kb.queue, tickets: kb.tickets, channel: kb.channel, tombstone: tombstoneOf(kb, "e1") },
-      { hold: "e1", entry: "e1", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+      { hold: "e1", entry: "e1", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     const before = BigInt((await b.redis.hget(b.exclusive("f:b").lock, "c")) ?? "0");
     const r = await b.replay(acquire(names, "o", "h"), all(names));
     assert.equal(r.first.status, "founded");
@@ -164,7 +164,7 @@ void describe("multi-key scripts", () => {
     assert.equal((await mutex("mt:a", "w", "behind", 3_000)).status, "busy");
     assert.deepEqual(await b.redis.lrange(ka.queue, 0, -1), ["t", "behind"]);
     const r = await b.run(scripts.release.call({ lock: ka.lock, queue: ka.queue, tickets: ka.tickets, channel: ka.channel, tombstone: tombstoneOf(ka, "ha") },
-      { hold: "ha", entry: "ha", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+      { hold: "ha", entry: "ha", token: "0", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.deepEqual(r.status === "freed" && r.grants.map((g) => g.ticket), ["behind"]);
     assert.equal(await b.redis.hget(ka.lock, "h"), "behind");
     assert.deepEqual(await b.redis.lrange(ka.queue, 0, -1), ["t"], "the set keeps its place");

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
-import { tombstoneOf } from "../../src/keys.js";
+import { inboxOf, tombstoneOf } from "../../src/keys.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("release.lua", () => {
@@ -16,10 +16,10 @@ void describe("release.lua", () => {
       owner, hold, entry: o.entry ?? hold, ttl: o.ttl ?? 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0,
     }));
   };
-  const release = (key: string, hold: string, entry: string, token: bigint | string, grant = "1") => {
+  const release = (key: string, hold: string, entry: string, token: bigint | string, grant = "1", here = "") => {
     const k = b.exclusive(key);
     return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
-      { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant, publish: "PUBLISH" });
+      { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant, publish: "PUBLISH", here });
   };
   const tokenOf = async (key: string, owner: string, hold: string): Promise<bigint> => {
     const r = await acquire(key, owner, hold);
@@ -99,6 +99,32 @@ void describe("release.lua", () => {
     assert.equal(again.status, "founded");
     assert.equal(again.status === "founded" && again.token, grant.token);
     listener.close();
+  });
+
+  void it("a grant is told on the grantee instance's own part of the channel, and not at all to the releasing instance's own ticket", async () => {
+    const k = b.exclusive("inbox");
+    const shared = await b.listen(k.channel);
+    const mine = await b.listen(inboxOf(k.channel, "mine"));
+    const theirs = await b.listen(inboxOf(k.channel, "theirs"));
+    const first = await tokenOf("inbox", "o", "mine.1");
+    await acquire("inbox", "w", "theirs.1", { ticketLease: 3_000 });
+    await acquire("inbox", "w", "mine.2", { ticketLease: 3_000 });
+    // Released by instance "mine": the grant to "theirs.1" is told to "theirs" alone.
+    const toTheirs = await b.run(release("inbox", "mine.1", "mine.1", first, "1", "mine"));
+    assert.ok(toTheirs.status === "freed" && toTheirs.grants[0]?.ticket === "theirs.1");
+    // Released by "theirs": the grant to "mine.2" is told to "mine".
+    const second = toTheirs.grants[0]!.token;
+    const toMine = await b.run(release("inbox", "theirs.1", "theirs.1", second, "1", "theirs"));
+    assert.ok(toMine.status === "freed" && toMine.grants[0]?.ticket === "mine.2");
+    // Released by "mine", granted to its own "mine.3": only in the reply, which "mine" hands over itself.
+    await acquire("inbox", "w", "mine.3", { ticketLease: 3_000 });
+    const third = await b.run(release("inbox", "mine.2", "mine.2", toMine.grants[0]!.token, "1", "mine"));
+    assert.ok(third.status === "freed" && third.grants[0]?.ticket === "mine.3", "granted all the same, in the reply");
+    await b.redis.ping();
+    assert.deepEqual(theirs.messages, [`g theirs.1 ${second} ${toTheirs.grants[0]!.pttlMs}`]);
+    assert.deepEqual(mine.messages, [`g mine.2 ${toMine.grants[0]!.token} ${toMine.grants[0]!.pttlMs}`], "the grant to mine.3 was not announced");
+    assert.deepEqual(shared.messages, [], "nobody else hears a grant");
+    for (const l of [shared, mine, theirs]) l.close();
   });
 
   void it("in quorum mode (no grants) the release only announces whose turn it is", async () => {

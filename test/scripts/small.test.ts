@@ -55,7 +55,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     assert.deepEqual(joined.status === "entered" && [joined.hold, joined.token, joined.leaseToken], ["h", token, token + 7n]);
     for (const [hold, entry] of [["h", "e2"], ["h", "h"]] as const) {
       await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
-        { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+        { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     }
     assert.equal(await b.redis.hexists(k.lock, "l"), 0, "the hold's lease token goes with it");
   });
@@ -66,7 +66,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     const doc = await b.run(scripts.forceRelease.call({ state: k.lock, holders: k.lock, entries: k.lock, channel: k.channel }, { kind: "x", publish: "PUBLISH" }));
     assert.deepEqual(doc, { holds: [{ owner: "o", fencingToken: token.toString(), entries: 1 }] });
     const release = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
-      { hold: "h", entry: "h", token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" }));
+      { hold: "h", entry: "h", token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.deepEqual(release, { status: "gone" });
   });
 

@@ -11,26 +11,30 @@ end
 
 -- The lock was just freed. In single-node mode (`grant` '1') it goes to the live head of the
 -- queue, founded with a PTTL of what is left of that ticket's lease, so that a dead or paused head
--- costs no more than that; the grant is announced as "g <ticket> <token> <pttl>". In quorum mode
--- nodes would grant to different heads, so the head is only told it is its turn ("t <ticket>").
--- A multiLock's waiter ('m', lib/multi.lua) at the head is only told its turn: it must take all of
--- its locks at once. MultiLock waiters passed over (waiting for a holder, 'n') are told too when
--- `tell` is set (a hold ended: they may be able to take all of their locks now). With nobody live
--- in line the hash keeps its counter for `keep` ms.
-local function handOver(lock, queue, tickets, channel, keep, grant, publish, tell)
+-- costs no more than that; the grant is announced as "g <ticket> <token> <pttl>" (to the ticket's
+-- own instance: `tell`, lib/queue.lua). In quorum mode nodes would grant to different heads, so
+-- the head is only told it is its turn ("t <ticket>"). A multiLock's waiter ('m', lib/multi.lua)
+-- at the head is only told its turn: it must take all of its locks at once. MultiLock waiters
+-- passed over (waiting for a holder, 'n') are told too unless `quietPassed` is set (a hold ended: they may be able to take all of their locks now). With nobody live
+-- in line the hash keeps its counter for `keep` ms. A grant to a ticket of prefix `here` (the
+-- caller's own, who hands it over from the reply) is not announced; its waiter also learns of it
+-- from its next ticket refresh, should the reply be lost.
+local function handOver(lock, queue, tickets, channel, keep, grant, publish, quietPassed, here)
   local passed = {}
   local head = liveHead(queue, tickets, passed)
-  if tell ~= false then
-    for _, id in ipairs(passed) do redis.call(publish, channel, 't ' .. id) end
+  if not quietPassed then
+    for _, id in ipairs(passed) do tell(publish, channel, id, 't ' .. id) end
   end
   if head and grant == '1' and head.mode ~= 'm' then
     serveHead(queue, tickets, head.id)
     local pttl = math.min(head.ttl, head.deadline - nowMs())
     local token = found(lock, head.id, head.owner, head.id, pttl, redis.call('HGET', lock, 'c'))
-    redis.call(publish, channel, string.format('g %s %d %d', head.id, token, pttl))
+    if not here or here == '' or string.sub(head.id, 1, #here + 1) ~= here .. '.' then
+      tell(publish, channel, head.id, string.format('g %s %d %d', head.id, token, pttl))
+    end
     return {1, head.id, token, pttl}
   end
   redis.call('PEXPIRE', lock, keep)
-  if head then redis.call(publish, channel, 't ' .. head.id) end
+  if head then tell(publish, channel, head.id, 't ' .. head.id) end
   return {1}
 end

@@ -52,3 +52,11 @@ local function serveHead(queue, tickets, ticket)
   redis.call('LREM', queue, 1, ticket)
   redis.call('HDEL', tickets, ticket)
 end
+
+-- Says `message` to the waiter of `ticket` alone: on its instance's own channel of the lock,
+-- `<channel>:<instance>` (a ticket is `<instance>.<n>`), which only that Surelock instance
+-- listens to; a ticket of another form hears it on the lock's channel.
+local function tell(publish, channel, ticket, message)
+  local instance = string.match(ticket, '^([^.]+)%.')
+  redis.call(publish, instance and (channel .. ':' .. instance) or channel, message)
+end

@@ -94,13 +94,13 @@ local function handOverShared(state, holders, entries, queue, tickets, channel, 
     local head = liveHead(queue, tickets)
     if not head or not fits(state, holders, head.mode, head.permits, head.owner) then break end
     if grant ~= '1' then
-      redis.call(publish, channel, 't ' .. head.id)
+      tell(publish, channel, head.id, 't ' .. head.id)
       break
     end
     serveHead(queue, tickets, head.id)
     local pttl = math.min(head.ttl, head.deadline - nowMs())
     local token = foundShared(state, holders, entries, head.id, head.owner, head.mode, head.permits, pttl)
-    redis.call(publish, channel, string.format('g %s %d %d', head.id, token, pttl))
+    tell(publish, channel, head.id, string.format('g %s %d %d', head.id, token, pttl))
     granted[#granted + 1] = head.id
     granted[#granted + 1] = token
     granted[#granted + 1] = pttl
