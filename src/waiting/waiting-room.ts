@@ -1,7 +1,8 @@
 /**
  * The waiting room: how an acquire waits. The first attempt needs no subscription (the
  * uncontended path is one round trip). A busy lock puts the caller's ticket in the lock's queue;
- * then the caller listens on the lock's channel, and is served by the release itself: in
+ * then the caller listens on the lock's channel and on this instance's own part of it (where its
+ * grants and turns are told, so no other process wakes), and is served by the release itself: in
  * single-node mode the release founds the head's hold and announces the grant, in quorum mode it
  * announces whose turn it is. A grant made by a release in this process is handed over at once.
  * The watchdog refreshes every waiting ticket (a ticket that stops being refreshed lapses), and a
