@@ -96,8 +96,10 @@ export class SingleStore implements Store {
     }
     if (call.join !== "") {
       // An entry that may have been added to a hold (a re-entry, or a join by owner: '*' lets the
-      // script find the hold by the entry).
-      await this.release({ target: call.target, hold: call.join, token: 0n }, call.entry);
+      // script find the hold by the entry); a nested read founds a hold of its own (its `join`
+      // names the hold it was let in under), whose id is its entry's.
+      const nestedRead = call.target.family === "shared" && call.ask.mode === "r" && call.join !== "*";
+      await this.release({ target: call.target, hold: nestedRead ? call.ask.hold : call.join, token: 0n }, call.entry);
     }
   }
 

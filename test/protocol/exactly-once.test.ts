@@ -180,6 +180,23 @@ describe("the exactly-once protocol on a real server", () => {
     await eventually(async () => (await server.command("ZCOUNT", holders, "(0", "+inf")) === 0, 3_000, "the writer's and the read's holds given back");
   });
 
+  it("a nested read given up while its answer is on the wire gives back the read hold it founded", async () => {
+    const key = "abandoned-nested-read";
+    const { locks, proxy } = await through({ autoResend: true });
+    const rw = locks.readWriteLock(key);
+    const holders = `surelock:rw:{${key}}:holders`;
+    await rw.write().withLock(async () => {
+      proxy.setLatency(0, 1_000);
+      const stop = new AbortController();
+      const nested = rw.read().acquire({ signal: stop.signal });
+      await eventually(async () => (await server.command("ZCOUNT", holders, "(0", "+inf")) === 2, 2_000, "the nested read ran on the server");
+      stop.abort(new Error("given up"));
+      await assert.rejects(within(2_000, nested), /given up/);
+      await eventually(async () => (await server.command("ZCOUNT", holders, "(0", "+inf")) === 1, 3_000, "the read hold given back, long before its ttl");
+      proxy.setLatency(0, 0);
+    });
+  });
+
   it("a replayed acquire with an explicit owner counts one entry; a replayed semaphore acquire takes one permit", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
