@@ -16,9 +16,9 @@
 local result = 0
 for _, l in ipairs(locksOf(5)) do
   if redis.call('HGET', l.lock, 'h') == ticket then
-    -- Founded for it and never used by it: only its founding entry can exist.
-    redis.call('HDEL', l.lock, 'o', 'h', 't', 'n', 'l', '@' .. ticket)
-    handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish)
+    -- Founded for it and never used by it: its founding entry goes (the hold stays if others
+    -- entered it by owner meanwhile).
+    if giveBackFounding(l.lock, ticket) then handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish) end
     result = 2
   else
     local stood = redis.call('HDEL', l.tickets, ticket)

@@ -4,16 +4,15 @@
 -- ARGV: ticket, keep, grant, publish
 -- Invariant: afterwards the ticket neither stands in line nor holds the lock — a hold founded for
 -- it (a grant that crossed its departure, or its own attempt whose answer was lost) is given back
--- and handed on; running it again changes nothing.
+-- and handed on, unless others entered it by owner meanwhile (then only its founding entry goes:
+-- the hold is theirs); running it again changes nothing.
 -- Returns 2 gave back a hold, 1 left the line, 0 was nowhere.
 --@include lib/clock.lua
 --@include lib/counter.lua
 --@include lib/queue.lua
 --@include lib/exclusive.lua
 if redis.call('HGET', lock, 'h') == ticket then
-  -- Founded for it and never used by it: only its founding entry can exist.
-  redis.call('HDEL', lock, 'o', 'h', 't', 'n', 'l', '@' .. ticket)
-  handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)
+  if giveBackFounding(lock, ticket) then handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish) end
   return 2
 end
 local stood = redis.call('HDEL', tickets, ticket)

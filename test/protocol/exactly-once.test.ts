@@ -197,6 +197,33 @@ describe("the exactly-once protocol on a real server", () => {
     });
   });
 
+  it("a waiter that gives up after the lock was granted to it leaves the hold to those who entered it by owner meanwhile (torture seed 309 on Cluster)", async () => {
+    const key = "granted-then-joined";
+    const { locks: x, proxy } = await through({ autoResend: true });
+    const holder = direct();
+    const sharer = direct();
+    const intruder = direct();
+    const first = await holder.mutex(key).acquire();
+    const stop = new AbortController();
+    const waiting = x.mutex(key).acquire({ owner: "job", signal: stop.signal });
+    waiting.catch(() => {});
+    await eventually(async () => (await server.command("LLEN", `surelock:{${key}}:queue`)) === 1, 5_000, "x queued");
+    // x hears nothing from now on (replies and wake-ups come late); its commands still run at once.
+    proxy.setLatency(0, 2_000);
+    await first.release();
+    assert.equal(await server.command("HGET", `surelock:{${key}}:lock`, "o"), "job", "granted to x's ticket, owner job");
+    const joined = await within(2_000, sharer.mutex(key).acquire({ owner: "job" }));
+    assert.equal(await entries(key), "2", "the sharer entered the granted hold by owner");
+    stop.abort(new Error("x gives up"));
+    await assert.rejects(within(2_000, waiting), /x gives up/);
+    // (Its script may first meet NOSCRIPT, whose answer comes late too.)
+    await eventually(async () => (await entries(key)) === "1", 6_000, "x's founding entry given back");
+    assert.equal(await intruder.mutex(key).tryAcquire(), null, "the hold is the sharer's still");
+    assert.equal(await joined.isHeld(), true);
+    proxy.setLatency(0, 0);
+    await joined.release();
+  });
+
   it("a replayed acquire with an explicit owner counts one entry; a replayed semaphore acquire takes one permit", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);

@@ -38,3 +38,18 @@ local function handOver(lock, queue, tickets, channel, keep, grant, publish, qui
   if head then tell(publish, channel, head.id, 't ' .. head.id) end
   return {1}
 end
+
+-- A hold founded for `ticket` (a grant that crossed its waiter's departure, or the waiter's own
+-- attempt whose answer was lost) goes back: its founding entry, which its waiter never used.
+-- Others may have entered the hold by owner meanwhile (an explicit `owner`, '*'): the hold is
+-- then theirs and stays. Running it again changes nothing. Returns whether the lock was freed.
+local function giveBackFounding(lock, ticket)
+  if redis.call('HEXISTS', lock, '@' .. ticket) == 0 then return false end
+  if tonumber(redis.call('HGET', lock, 'n')) > 1 then
+    redis.call('HDEL', lock, '@' .. ticket)
+    redis.call('HINCRBY', lock, 'n', -1)
+    return false
+  end
+  redis.call('HDEL', lock, 'o', 'h', 't', 'n', 'l', '@' .. ticket)
+  return true
+end
