@@ -54,6 +54,13 @@ if join == '*' then
       if redis.call('HGET', l.lock, 'h') ~= st[2] then join = '' end
     end
   end
+  if join ~= '' then
+    -- Served by its owner's hold: out of every line, or a lock would later be granted to nobody.
+    for _, l in ipairs(locks) do
+      redis.call('LREM', l.queue, 1, hold)
+      redis.call('HDEL', l.tickets, hold)
+    end
+  end
 end
 if join ~= '' then
   for _, l in ipairs(locks) do

@@ -76,7 +76,12 @@ if join == '*' then
   local writer = redis.call('HGET', state, 'w')
   local w, pttl = nil, 0
   if writer then w, pttl = live(writer) end
-  if w and w.owner == owner then return enter(w, pttl) end
+  if w and w.owner == owner then
+    -- Served by its owner's write hold: out of line, or the lock would later be granted to nobody.
+    redis.call('LREM', queue, 1, hold)
+    redis.call('HDEL', tickets, hold)
+    return enter(w, pttl)
+  end
 elseif join ~= '' then
   local r, pttl = live(join)
   if not r then return {-1} end

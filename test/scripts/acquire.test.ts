@@ -32,6 +32,23 @@ void describe("acquire.lua", () => {
     assert.ok(pttl > 4_000 && pttl <= 5_000);
   });
 
+  void it("a waiter served by entering its owner's hold leaves the line, so no later release grants the lock to nobody", async () => {
+    const k = b.exclusive("owner-served");
+    await b.run(acquire("owner-served", { owner: "other", hold: "h0" }));
+    // y, then x (both of owner "job") queue behind the holder.
+    await b.run(acquire("owner-served", { owner: "job", hold: "y", join: "*", ticketLease: 3_000 }));
+    await b.run(acquire("owner-served", { owner: "job", hold: "x", join: "*", ticketLease: 3_000 }));
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["y", "x"]);
+    // The holder leaves; the lock goes to y; x's next attempt enters y's hold by owner.
+    await b.redis.hdel(k.lock, "o", "h", "t", "n", "@h0");
+    assert.equal((await b.run(acquire("owner-served", { owner: "job", hold: "y", join: "*", ticketLease: 3_000 }))).status, "founded");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["x"]);
+    const x = await b.run(acquire("owner-served", { owner: "job", hold: "x", join: "*", ticketLease: 3_000 }));
+    assert.equal(x.status, "entered");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), [], "x is out of line");
+    assert.equal(await b.redis.hexists(k.tickets, "x"), 0);
+  });
+
   void it("a replayed fresh acquire answers the same hold and token and changes nothing", async () => {
     const k = b.exclusive("replay-fresh");
     const r = await b.replay(acquire("replay-fresh", { owner: "o1", hold: "h1" }), exclusiveKeys(k));

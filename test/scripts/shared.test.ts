@@ -28,6 +28,21 @@ void describe("the shared-lock scripts", () => {
   const live = async (key: string, kind: "rw" | "sem"): Promise<string[]> =>
     b.redis.zrangebyscore(b.shared(key, kind).holders, "(0", "+inf");
 
+  void it("a writer served by entering its owner's write hold leaves the line (no later grant to nobody)", async () => {
+    const k = b.shared("owner-writer", "rw");
+    await b.run(acquire("owner-writer", "rw", { owner: "other", hold: "r0", mode: "r" }));
+    await b.run(acquire("owner-writer", "rw", { owner: "job", hold: "wy", mode: "w", join: "*", ticketLease: 3_000 }));
+    await b.run(acquire("owner-writer", "rw", { owner: "job", hold: "wx", mode: "w", join: "*", ticketLease: 3_000 }));
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["wy", "wx"]);
+    // The reader leaves: the write lock goes to wy; wx's next attempt enters wy's hold by owner.
+    const freed = await b.run(release("owner-writer", "rw", "r0"));
+    assert.ok(freed.status === "freed" && freed.grants[0]?.ticket === "wy");
+    const wx = await b.run(acquire("owner-writer", "rw", { owner: "job", hold: "wx", mode: "w", join: "*", ticketLease: 3_000 }));
+    assert.equal(wx.status, "entered");
+    assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), [], "wx is out of line");
+    assert.equal(await b.redis.hexists(k.tickets, "wx"), 0);
+  });
+
   void it("permits: never more than the limit, and a replayed acquire takes one permit, not two", async () => {
     const k = b.shared("pdf", "sem");
     const r = await b.replay(acquire("pdf", "sem", { owner: "a", hold: "p1", mode: "s", limit: 2 }), sharedKeys(k));
