@@ -56,10 +56,7 @@ if join == '*' then
   end
   if join ~= '' then
     -- Served by its owner's hold: out of every line, or a lock would later be granted to nobody.
-    for _, l in ipairs(locks) do
-      redis.call('LREM', l.queue, 1, hold)
-      redis.call('HDEL', l.tickets, hold)
-    end
+    for _, l in ipairs(locks) do serveHead(l.queue, l.tickets, hold) end
   end
 end
 if join ~= '' then

@@ -78,8 +78,7 @@ if join == '*' then
   if writer then w, pttl = live(writer) end
   if w and w.owner == owner then
     -- Served by its owner's write hold: out of line, or the lock would later be granted to nobody.
-    redis.call('LREM', queue, 1, hold)
-    redis.call('HDEL', tickets, hold)
+    serveHead(queue, tickets, hold)
     return enter(w, pttl)
   end
 elseif join ~= '' then

@@ -5,9 +5,9 @@
 -- this entry (= hold for a fresh acquisition). `join`: '' fresh; a hold id to re-enter that very
 -- hold; '*' to enter whatever hold `owner` has, or found one. `ticketLease` ms, 0: no ticket.
 -- Invariant: an entry id is recorded once, so a replayed call changes nothing and answers what the
--- first run answered; a re-entry never founds a hold; a caller served by entering its owner's hold
--- leaves the line; a hold is founded only on a free lock with
--- no live ticket ahead of the caller's; the hash never holds a hold without a PTTL.
+-- first run answered; a re-entry never founds a hold; a caller served by entering its owner's
+-- hold leaves the line; a hold is founded only on a free lock with no live ticket ahead of the
+-- caller's; the hash never holds a hold without a PTTL.
 -- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
 -- a live hold (`token` the hold's own on this node; `lease token` the one its quorum chose, field
 -- l, written by raise-fence, else the same);
@@ -43,8 +43,7 @@ if st[1] then
   if join == '*' and st[1] == owner then
     -- Served by its owner's hold: a ticket it left in line would be granted the lock later, for
     -- nobody (a stall of up to a ticket lease).
-    redis.call('LREM', queue, 1, hold)
-    redis.call('HDEL', tickets, hold)
+    serveHead(queue, tickets, hold)
     return enter(st[2])
   end
   return wait(redis.call('PTTL', lock))

@@ -26,7 +26,7 @@ if founded and founded.mode == 'w' and (founded.n > 1 or redis.call('HGET', entr
 end
 if score and score > 0 then
   redis.call('ZADD', holders, -(nowMs() + tonumber(window)), ticket)
-  forget(state, entries, recordOf(state, ticket))
+  forget(state, entries, founded)
   left = 2
 else
   left = redis.call('HDEL', tickets, ticket)

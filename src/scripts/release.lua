@@ -7,8 +7,8 @@
 -- string key (`<lock's released prefix>:<entry>`) set for `window` ms once the entry is given
 -- back: one SET, where a shared zset of tombstones cost a clock read, a ZADD and a PEXPIRE.
 -- `grant` '1': grant the freed lock to the queue's head (single-node mode). `publish`: PUBLISH,
--- or SPUBLISH in a Cluster. `here`: the id prefix of the caller's own tickets ('' none): a grant to
--- one of them goes unannounced, the caller hands it over from this reply (saving a message).
+-- or SPUBLISH in a Cluster. `here`: the caller's instance, its tickets' id prefix ('' none): a
+-- grant to one of them goes unannounced, the caller hands it over from this reply (saving a message).
 -- Invariant: only this very hold's (id and token) own entries are removed, each at most once,
 -- and each leaves a tombstone, so a replayed release changes nothing and answers "released
 -- before" even after the hold expired or the lock changed hands; the lock is freed at the last

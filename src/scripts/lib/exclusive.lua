@@ -15,10 +15,11 @@ end
 -- own instance: `tell`, lib/queue.lua). In quorum mode nodes would grant to different heads, so
 -- the head is only told it is its turn ("t <ticket>"). A multiLock's waiter ('m', lib/multi.lua)
 -- at the head is only told its turn: it must take all of its locks at once. MultiLock waiters
--- passed over (waiting for a holder, 'n') are told too unless `quietPassed` is set (a hold ended: they may be able to take all of their locks now). With nobody live
--- in line the hash keeps its counter for `keep` ms. A grant to a ticket of prefix `here` (the
--- caller's own, who hands it over from the reply) is not announced; its waiter also learns of it
--- from its next ticket refresh, should the reply be lost.
+-- passed over (waiting for a holder, 'n') are told too, unless `quietPassed`: a hold ended, they
+-- may be able to take all of their locks now. With nobody live in line the hash keeps its counter
+-- for `keep` ms. A grant to a ticket of instance `here` (the caller's own, who hands it over from
+-- the reply) is not announced; its waiter also learns of it from its next ticket refresh, should
+-- the reply be lost.
 local function handOver(lock, queue, tickets, channel, keep, grant, publish, quietPassed, here)
   local passed = {}
   local head = liveHead(queue, tickets, passed)
@@ -29,7 +30,7 @@ local function handOver(lock, queue, tickets, channel, keep, grant, publish, qui
     serveHead(queue, tickets, head.id)
     local pttl = math.min(head.ttl, head.deadline - nowMs())
     local token = found(lock, head.id, head.owner, head.id, pttl, redis.call('HGET', lock, 'c'))
-    if not here or here == '' or string.sub(head.id, 1, #here + 1) ~= here .. '.' then
+    if not here or instanceOf(head.id) ~= here then
       tell(publish, channel, head.id, string.format('g %s %d %d', head.id, token, pttl))
     end
     return {1, head.id, token, pttl}

@@ -47,7 +47,8 @@ local function stand(queue, tickets, ticket, leaseMs, ttl, permits, mode, owner)
   return redis.call('LPOS', queue, ticket)
 end
 
--- Takes the head ticket out of line (it is being served; passed-over tickets may stand before it).
+-- Takes a ticket out of line: it is being served (granted at the head, with passed-over tickets
+-- perhaps before it, or served by its owner's hold).
 local function serveHead(queue, tickets, ticket)
   redis.call('LREM', queue, 1, ticket)
   redis.call('HDEL', tickets, ticket)
@@ -56,7 +57,10 @@ end
 -- Says `message` to the waiter of `ticket` alone: on its instance's own channel of the lock,
 -- `<channel>:<instance>` (a ticket is `<instance>.<n>`), which only that Surelock instance
 -- listens to; a ticket of another form hears it on the lock's channel.
+local function instanceOf(ticket)
+  return string.match(ticket, '^([^.]+)%.')
+end
 local function tell(publish, channel, ticket, message)
-  local instance = string.match(ticket, '^([^.]+)%.')
+  local instance = instanceOf(ticket)
   redis.call(publish, instance and (channel .. ':' .. instance) or channel, message)
 end
