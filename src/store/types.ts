@@ -102,8 +102,8 @@ export interface Store {
   /** Gives an attempt back whatever it may have obtained (its reply was lost, or came too late). */
   abandon(call: AcquireCall): Promise<void>;
   /**
-   * Gives `entry` back. `here`: the id prefix of the caller's own tickets, when the caller hands a
-   * grant in the reply over itself (the release then does not announce a grant to one of them).
+   * Gives `entry` back. `here`: the caller's instance (its tickets are `<instance>.<n>`), when the
+   * caller hands a grant in the reply over itself (the release then announces none to them).
    */
   release(ref: HoldRef, entry: string, here?: string): Promise<ReleaseResult>;
   keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]>;

@@ -97,6 +97,8 @@ export class WaitingRoom implements WakeupHandler {
     const key = req.call.target.keys.key;
     /** This wait's attempt: a new identity after a grant was given back. */
     let call = req.call;
+    /** What it listens to, once it may wait (none for a single attempt). */
+    const channels = req.timeoutMs === 0 ? [] : this.#channelsOf(req);
     const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal });
     let waiter: Waiter | undefined;
     let subscription: { release(): void } | undefined;
@@ -110,22 +112,22 @@ export class WaitingRoom implements WakeupHandler {
       sent = true;
       // Already listening to this lock (other waiters here): keep listening through the attempt,
       // so that an announcement made after it cannot be missed and no second attempt is needed.
-      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(this.#channelsOf(req));
+      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(channels);
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
-      if (listened) waiter = this.#enter(req);
+      if (listened) waiter = this.#enter(req.call, channels);
       const first = await this.#attempt(call, stop.signal);
       attempts++;
       const got = obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
-      waiter ??= this.#enter(req);
+      waiter ??= this.#enter(call, channels);
       this.#note(waiter, first.result, first.sentAt);
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
-        const s = this.#wakeups.refAll(this.#channelsOf(req));
+        const s = this.#wakeups.refAll(channels);
         subscription = s;
         // A subscription that takes long (a node down, an adapter that never confirms) only costs
         // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
@@ -161,7 +163,7 @@ export class WaitingRoom implements WakeupHandler {
           this.#leave(waiter);
           const hold = this.#newId();
           call = { ...call, ask: { ...call.ask, hold }, entry: hold };
-          waiter = this.#enter({ ...req, call });
+          waiter = this.#enter(call, channels);
         }
         attemptNow = true;
       }
@@ -223,10 +225,10 @@ export class WaitingRoom implements WakeupHandler {
     this.#keepalive.addTicket(waiter);
   }
 
-  /** A waiter for `req`, findable by its ticket and its channel (its ticket is refreshed once it is queued: see #note). */
-  #enter(req: WaitRequest): Waiter {
-    const periodMs = Math.min(this.#pollMs, Math.floor(req.call.ask.ticketLeaseMs / 3));
-    const waiter = new Waiter(req.call, this.#channelsOf(req), periodMs, this.#clock.now());
+  /** A waiter for `call`, findable by its ticket and its channels (its ticket is refreshed once it is queued: see #note). */
+  #enter(call: AcquireCall, channels: readonly string[]): Waiter {
+    const periodMs = Math.min(this.#pollMs, Math.floor(call.ask.ticketLeaseMs / 3));
+    const waiter = new Waiter(call, channels, periodMs, this.#clock.now());
     this.#waiters.set(waiter.ticket, waiter);
     for (const channel of waiter.channels) {
       let set = this.#byChannel.get(channel);
