@@ -17,7 +17,10 @@ export const SUBSCRIBE_TIMEOUT_MS = 2_000;
 export function ioredisSubscriber(client: IoredisLike, prefix: string, name: string): RedisSubscriber {
   // A duplicate keeps the client's options, Sentinel ones included: after a failover it asks the
   // sentinels for the new primary and subscribes its channels again.
-  const connection = client.duplicate({ keyPrefix: "" });
+  // It resubscribes itself: ioredis's own resubscription after a reconnect is a promise nobody
+  // awaits, which rejects unhandled when the connection drops again at once (torture seed 3).
+  const connection = client.duplicate({ keyPrefix: "", autoResubscribe: false });
+  const channels = new Set<string>();
   // A duplicate of a `lazyConnect` client is lazy too: nothing would ever connect it.
   if (connection.status === "wait") void connection.connect().catch(() => {});
   let onMessage: (channel: string, message: string) => void = () => {};
@@ -29,7 +32,11 @@ export function ioredisSubscriber(client: IoredisLike, prefix: string, name: str
   // Scripts publish on their KEYS, which the client prefixed; SUBSCRIBE names are sent as given.
   connection.on("message", ((channel: string, message: string) => onMessage(channel.slice(prefix.length), message)) as Listener);
   connection.on("ready", (() => {
-    if (readyOnce) onReconnect();
+    if (readyOnce) {
+      // Failures only cost latency: the waiters' ticket refreshes serve them all the same.
+      if (channels.size > 0) within(connection.subscribe(...channels), SUBSCRIBE_TIMEOUT_MS, noReply("SUBSCRIBE after a reconnect")).catch(() => {});
+      onReconnect();
+    }
     readyOnce = true;
   }) as Listener);
   return {
@@ -40,9 +47,11 @@ export function ioredisSubscriber(client: IoredisLike, prefix: string, name: str
       if (connection.status !== "ready") {
         throw new Error(`the wake-up connection to ${name} is not ready (${connection.status}) after ${SUBSCRIBE_TIMEOUT_MS} ms`);
       }
+      channels.add(prefix + channel);
       await within(connection.subscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, noReply(`SUBSCRIBE ${prefix + channel}`));
     },
     unsubscribe: async (channel) => {
+      channels.delete(prefix + channel);
       if (connection.status !== "ready") return;
       await within(connection.unsubscribe(prefix + channel), SUBSCRIBE_TIMEOUT_MS, noReply(`UNSUBSCRIBE ${prefix + channel}`));
     },
