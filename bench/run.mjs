@@ -4,6 +4,7 @@
 //                                 and the charts in docs/bench/
 //   npm run bench -- --quick      shorter windows (~1 minute); writes bench/results/quick.*
 //   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
+//   npm run bench -- --libs surelock,floor   only these libraries (module names); writes bench/results/quick.*
 //   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
 //   npm run bench -- --profile W1 where a W1 cycle's client CPU goes (profile.mjs; no results file)
 //   npm run bench -- --costs      Redis time per command inside the scripts, and a cycle's client and
@@ -53,7 +54,15 @@ if (only && [...only].some((w) => !ALL.includes(w))) {
   process.exit(2);
 }
 const selected = ALL.filter((w) => !only || only.has(w));
-const full = !quick && !only && !argv.includes("--leases");
+// --libs surelock,floor: only the line-up entries whose id starts with one of these (a partial run).
+const libsAt = argv.indexOf("--libs");
+const libs = libsAt === -1 ? undefined : (argv[libsAt + 1] ?? "").split(",").filter(Boolean);
+if (libs && libs.length === 0) {
+  console.error("--libs takes one or more library names (comma-separated), e.g. --libs surelock,floor");
+  process.exit(2);
+}
+const picked = (entry) => !libs || libs.some((l) => entry.id === l || entry.id.startsWith(`${l}:`));
+const full = !quick && !only && !libs && !argv.includes("--leases");
 const outName = full ? "latest" : "quick";
 const drawCharts = full || argv.includes("--charts");
 
@@ -208,7 +217,7 @@ async function main() {
   const sections = [];
   for (const name of selected) {
     const w = WORKLOADS[name];
-    const { entries } = await lineUp({ floor: w.floor === true });
+    const entries = (await lineUp({ floor: w.floor === true })).entries.filter(picked);
     const started = now();
     console.log(`\n${w.module.title} ...`);
     const result = await w.module.run({

@@ -97,8 +97,9 @@ export class WaitingRoom implements WakeupHandler {
     const key = req.call.target.keys.key;
     /** This wait's attempt: a new identity after a grant was given back. */
     let call = req.call;
-    /** What it listens to, once it may wait (none for a single attempt). */
-    const channels = req.timeoutMs === 0 ? [] : this.#channelsOf(req);
+    /** What it listens to once it waits: worked out when first needed (an uncontended acquire never is). */
+    let listensTo: readonly string[] | undefined;
+    const channels = (): readonly string[] => (listensTo ??= this.#channelsOf(req));
     const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal });
     let waiter: Waiter | undefined;
     let subscription: { release(): void } | undefined;
@@ -112,22 +113,26 @@ export class WaitingRoom implements WakeupHandler {
       sent = true;
       // Already listening to this lock (other waiters here): keep listening through the attempt,
       // so that an announcement made after it cannot be missed and no second attempt is needed.
-      subscription = req.timeoutMs === 0 ? undefined : this.#wakeups?.refIfListeningAll(channels);
+      // (Looked up by the lock's own channel first: most acquires find nobody listening to it.)
+      const lockChannel = typeof req.channel === "string" ? req.channel : req.channel[0];
+      subscription = req.timeoutMs === 0 || lockChannel === undefined || !this.#wakeups?.listens(lockChannel)
+        ? undefined
+        : this.#wakeups.refIfListeningAll(channels());
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
-      if (listened) waiter = this.#enter(req.call, channels);
+      if (listened) waiter = this.#enter(req.call, channels());
       const first = await this.#attempt(call, stop.signal);
       attempts++;
       const got = obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
-      waiter ??= this.#enter(call, channels);
+      waiter ??= this.#enter(call, channels());
       this.#note(waiter, first.result, first.sentAt);
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
-        const s = this.#wakeups.refAll(channels);
+        const s = this.#wakeups.refAll(channels());
         subscription = s;
         // A subscription that takes long (a node down, an adapter that never confirms) only costs
         // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
@@ -163,7 +168,7 @@ export class WaitingRoom implements WakeupHandler {
           this.#leave(waiter);
           const hold = this.#newId();
           call = { ...call, ask: { ...call.ask, hold }, entry: hold };
-          waiter = this.#enter(call, channels);
+          waiter = this.#enter(call, channels());
         }
         attemptNow = true;
       }

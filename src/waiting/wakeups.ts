@@ -48,6 +48,11 @@ export class Wakeups {
     return this.#channels.size;
   }
 
+  /** Whether this process listens to `channel` now (subscribed and confirmed). */
+  listens(channel: string): boolean {
+    return this.#channels.get(channel)?.listening === true;
+  }
+
   /**
    * A reference to `channel` if this process already listens to it (subscribed and confirmed):
    * taken before an attempt, it guarantees that no announcement made after the attempt is missed.
