@@ -56,6 +56,11 @@ export class Interruption {
     this.#controller.signal.throwIfAborted();
   }
 
+  /** Settles as `work` does, or rejects with the reason once interrupted (see `race`). */
+  race<T>(work: Promise<T>, late?: (value: T) => void): Promise<T> {
+    return race(work, this.#controller.signal, late);
+  }
+
   dispose(): void {
     this.#clock.clearTimeout(this.#timer);
     for (const [signal, listener] of this.#listening) signal.removeEventListener("abort", listener);
@@ -130,10 +135,27 @@ export function within<T>(call: Promise<T>, ms: number, late: () => Error): Prom
   });
 }
 
-interface Pending {
+const NOTHING = (): void => {};
+
+/** One call's deadline in a DeadlineQueue: cancel it when the call settles. */
+class Pending {
   readonly at: number;
-  readonly expire: () => void;
-  done: boolean;
+  /** Let go of once done: a settled call behind a slow one must not keep its promises alive. */
+  expire: () => void;
+  done = false;
+  readonly #queue: DeadlineQueue;
+
+  constructor(queue: DeadlineQueue, at: number, expire: () => void) {
+    this.#queue = queue;
+    this.at = at;
+    this.expire = expire;
+  }
+
+  cancel(): void {
+    this.done = true;
+    this.expire = NOTHING;
+    this.#queue.settled();
+  }
 }
 
 /**
@@ -144,7 +166,8 @@ interface Pending {
 export class DeadlineQueue {
   readonly #clock: Clock;
   readonly #timeoutMs: number;
-  readonly #queue: Pending[] = [];
+  /** Oldest first; the slots before `#head` are emptied as it passes them. */
+  readonly #queue: (Pending | undefined)[] = [];
   #head = 0;
   #armedAt = Infinity;
 
@@ -155,16 +178,15 @@ export class DeadlineQueue {
 
   /** Calls `expire` after the timeout unless `cancel()` on the returned handle came first. */
   add(expire: () => void): { cancel(): void } {
-    const pending: Pending = { at: this.#clock.now() + this.#timeoutMs, expire, done: false };
+    const pending = new Pending(this, this.#clock.now() + this.#timeoutMs, expire);
     this.#queue.push(pending);
     if (this.#armedAt === Infinity) this.#arm(pending.at);
-    return {
-      cancel: () => {
-        pending.done = true;
-        // Calls mostly settle in the order they were made: keep the line short as they do.
-        this.#skipDone();
-      },
-    };
+    return pending;
+  }
+
+  /** A call was cancelled: calls mostly settle in the order they were made, so the line stays short as they do. */
+  settled(): void {
+    this.#skipDone();
   }
 
   #arm(at: number): void {
@@ -180,7 +202,7 @@ export class DeadlineQueue {
     while (this.#head < this.#queue.length) {
       const next = this.#queue[this.#head] as Pending;
       if (!next.done && next.at > now) break;
-      this.#head++;
+      this.#queue[this.#head++] = undefined;
       if (!next.done) {
         next.done = true;
         next.expire();
@@ -192,11 +214,12 @@ export class DeadlineQueue {
   }
 
   #skipDone(): void {
-    while (this.#head < this.#queue.length && (this.#queue[this.#head] as Pending).done) this.#head++;
+    while (this.#head < this.#queue.length && (this.#queue[this.#head] as Pending).done) this.#queue[this.#head++] = undefined;
     if (this.#head === this.#queue.length) {
       this.#queue.length = 0;
       this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+    } else if (this.#head > 64 && this.#head * 2 > this.#queue.length) {
+      // With calls always in flight the line never empties: drop the passed slots now and then.
       this.#queue.splice(0, this.#head);
       this.#head = 0;
     }

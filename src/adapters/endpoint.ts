@@ -51,7 +51,7 @@ export class Endpoint {
    */
   async run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
     if (!this.#checked) await this.#supportedVersion();
-    const what = `${call.script.name} of ${call.keys[0] ?? "?"}`;
+    const what = (): string => `${call.script.name} of ${call.keys[0] ?? "?"}`;
     const wait = this.replicas && call.script.acknowledged ? this.replicas : undefined;
     const parseLate = undo && ((raw: unknown): void => {
       try {
@@ -69,7 +69,7 @@ export class Endpoint {
     await undo?.(reply);
     const failed = acked.waitError === undefined ? "" : ` (WAIT failed: ${messageOf(acked.waitError)})`;
     throw new ConnectionError(
-      `${what} on ${this.name}: ${acked.acknowledged} of ${wait.replicas} required replicas acknowledged the write ` +
+      `${what()} on ${this.name}: ${acked.acknowledged} of ${wait.replicas} required replicas acknowledged the write ` +
         `within ${wait.timeoutMs} ms${failed}; see the \`replicas\` option`,
       acked.waitError === undefined ? undefined : { cause: acked.waitError },
     );
@@ -77,7 +77,7 @@ export class Endpoint {
 
   /** A plain command (INFO, SCAN, ...), with the same deadline and error mapping. */
   command(args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.#bounded(this.adapter.command(args, key), String(args[0]), this.#deadlines, this.timeoutMs);
+    return this.#bounded(this.adapter.command(args, key), () => String(args[0]), this.#deadlines, this.timeoutMs);
   }
 
   /**
@@ -85,7 +85,7 @@ export class Endpoint {
    * with the same UnsupportedError (INFO is asked once). An unknown version passes.
    */
   #supportedVersion(): Promise<void> {
-    this.#supported ??= this.#bounded(this.adapter.command(["INFO", "server"]), "INFO server", this.#deadlines, this.timeoutMs).then(
+    this.#supported ??= this.#bounded(this.adapter.command(["INFO", "server"]), () => "INFO server", this.#deadlines, this.timeoutMs).then(
       (info) => {
         const version = /redis_version:(\d+)\.(\d+)/.exec(String(info));
         if (!version) {
@@ -113,15 +113,13 @@ export class Endpoint {
     return this.#supported;
   }
 
-  async #evalsha(call: ScriptCall<unknown>): Promise<unknown> {
+  #evalsha(call: ScriptCall<unknown>): Promise<unknown> {
     const { script, keys, args } = call;
-    try {
-      return await this.adapter.evalsha(script.sha, keys, args);
-    } catch (error) {
+    return this.adapter.evalsha(script.sha, keys, args).catch((error: unknown) => {
       if (!isNoScript(error)) throw error;
       // EVAL also loads the script into the server's cache for the next EVALSHA.
       return this.adapter.eval(script.lua, keys, args);
-    }
+    });
   }
 
   async #evalshaThenWait(call: ScriptCall<unknown>, wait: ReplicaWait): Promise<AcknowledgedReply> {
@@ -148,12 +146,13 @@ export class Endpoint {
     }
   }
 
-  #bounded<T>(work: Promise<T>, what: string, deadlines: DeadlineQueue, timeoutMs: number, late?: (value: T) => void): Promise<T> {
+  /** `what` names the call in errors (built only for one). */
+  #bounded<T>(work: Promise<T>, what: () => string, deadlines: DeadlineQueue, timeoutMs: number, late?: (value: T) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const deadline = deadlines.add(() => {
         settled = true;
-        reject(new ConnectionError(`${what} on ${this.name}: no reply within ${timeoutMs} ms`));
+        reject(new ConnectionError(`${what()} on ${this.name}: no reply within ${timeoutMs} ms`));
       });
       work.then(
         (value) => {
@@ -168,7 +167,7 @@ export class Endpoint {
           deadline.cancel();
           if (settled) return;
           settled = true;
-          reject(toSurelockError(error, `${what} on ${this.name}`));
+          reject(toSurelockError(error, `${what()} on ${this.name}`));
         },
       );
     });

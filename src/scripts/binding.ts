@@ -47,11 +47,14 @@ export function bind<S extends Source, R>(source: S, acknowledged: boolean, pars
     acknowledged,
     parse,
     call(keys, args, rest) {
-      return {
-        script,
-        keys: [...source.keys.map((k: S["keys"][number]) => keys[k]), ...(rest?.keys ?? [])],
-        args: [...source.args.map((a: S["args"][number]) => args[a]), ...(rest?.args ?? [])],
-      };
+      // Plain loops: this runs twice per acquire and release cycle.
+      const keyList: string[] = [];
+      for (const k of source.keys as readonly S["keys"][number][]) keyList.push(keys[k]);
+      const argList: RedisArg[] = [];
+      for (const a of source.args as readonly S["args"][number][]) argList.push(args[a]);
+      if (rest?.keys) for (const k of rest.keys) keyList.push(k);
+      if (rest?.args) for (const a of rest.args) argList.push(a);
+      return { script, keys: keyList, args: argList };
     },
   };
   return script;

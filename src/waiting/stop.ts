@@ -3,19 +3,80 @@
  * with close(), or close() alone when the caller gave neither, so that nothing is set up for it.
  */
 import type { Clock } from "../clock.js";
-import { Interruption } from "../deadline.js";
+import { Interruption, race } from "../deadline.js";
 import { LockTimeoutError } from "../errors.js";
 
 /** The part of an Interruption a call uses. */
 export interface Stop {
   readonly signal: AbortSignal;
   throwIfInterrupted(): void;
+  /** Settles as `work` does, or rejects with the reason once interrupted (`race`, deadline.ts). */
+  race<T>(work: Promise<T>, late?: (value: T) => void): Promise<T>;
   dispose(): void;
 }
 
-/** close() alone. */
+/** close() alone: one per `closed` signal, shared by every call that has no stop of its own. */
+const closedOnlyStops = new WeakMap<AbortSignal, Stop>();
+
 export function closedOnly(closed: AbortSignal): Stop {
-  return { signal: closed, throwIfInterrupted: () => closed.throwIfAborted(), dispose: () => {} };
+  let stop = closedOnlyStops.get(closed);
+  if (!stop) {
+    stop = new ClosedOnly(closed);
+    closedOnlyStops.set(closed, stop);
+  }
+  return stop;
+}
+
+/**
+ * close() alone, raced without an abort listener per call: most calls have no stop of their own,
+ * and an EventTarget listener added and removed per call cost more than the rest of an
+ * uncontended acquire's bookkeeping. The calls in flight are a Set, rejected at close().
+ */
+class ClosedOnly implements Stop {
+  readonly signal: AbortSignal;
+  readonly #pending = new Set<(reason: unknown) => void>();
+
+  constructor(closed: AbortSignal) {
+    this.signal = closed;
+    closed.addEventListener("abort", () => {
+      for (const reject of this.#pending) reject(closed.reason);
+      this.#pending.clear();
+    }, { once: true });
+  }
+
+  throwIfInterrupted(): void {
+    this.signal.throwIfAborted();
+  }
+
+  race<T>(work: Promise<T>, late?: (value: T) => void): Promise<T> {
+    if (this.signal.aborted) return race(work, this.signal, late);
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const onClose = (reason: unknown): void => {
+        settled = true;
+        reject(reason);
+      };
+      this.#pending.add(onClose);
+      work.then(
+        (value) => {
+          this.#pending.delete(onClose);
+          if (settled) late?.(value);
+          else {
+            settled = true;
+            resolve(value);
+          }
+        },
+        (error: unknown) => {
+          this.#pending.delete(onClose);
+          if (settled) return;
+          settled = true;
+          reject(error);
+        },
+      );
+    });
+  }
+
+  dispose(): void {}
 }
 
 /** One attempt's end: the caller's `signal` or close(). */

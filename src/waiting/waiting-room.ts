@@ -20,7 +20,7 @@ import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { Keepalive } from "../lease/keepalive.js";
 import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
 import { granted, obtained, type Obtained } from "./obtained.js";
-import { attemptStop, waitStop } from "./stop.js";
+import { attemptStop, waitStop, type Stop } from "./stop.js";
 import { Waiter } from "./waiter.js";
 import type { Wakeups, WakeupHandler } from "./wakeups.js";
 
@@ -82,7 +82,7 @@ export class WaitingRoom implements WakeupHandler {
     try {
       stop.throwIfInterrupted();
       sent = true;
-      return await this.#attempt(call, stop.signal);
+      return await this.#attempt(call, stop);
     } catch (error) {
       // Interrupted, or its answer lost: the entry it may have added is given back (none if it was never sent).
       if (sent) this.#abandon(call);
@@ -121,7 +121,7 @@ export class WaitingRoom implements WakeupHandler {
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
       if (listened) waiter = this.#enter(req.call, channels());
-      const first = await this.#attempt(call, stop.signal);
+      const first = await this.#attempt(call, stop);
       attempts++;
       const got = obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
@@ -145,7 +145,7 @@ export class WaitingRoom implements WakeupHandler {
       let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
-          const again = await this.#attempt(call, stop.signal);
+          const again = await this.#attempt(call, stop);
           attempts++;
           const got = obtained(call, again.result, again.sentAt, attempts);
           if (got) {
@@ -214,10 +214,10 @@ export class WaitingRoom implements WakeupHandler {
     for (const waiter of this.#byChannel.get(channel) ?? []) waiter.push({ kind: "turn" });
   }
 
-  async #attempt(call: AcquireCall, stop: AbortSignal): Promise<{ result: AcquireResult; sentAt: number }> {
-    stop.throwIfAborted();
+  async #attempt(call: AcquireCall, stop: Stop): Promise<{ result: AcquireResult; sentAt: number }> {
+    stop.throwIfInterrupted();
     const sentAt = this.#clock.now();
-    const result = await race(this.#store.acquire(call, stop), stop);
+    const result = await stop.race(this.#store.acquire(call, stop.signal));
     return { result, sentAt };
   }
 

@@ -1,0 +1,89 @@
+// Bounding promises: the deadline queue that bounds every script call of an endpoint, and the
+// cheap stop that races calls against close() alone.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { DeadlineQueue } from "../src/deadline.js";
+import { VirtualClock } from "../src/testing/index.js";
+import { closedOnly } from "../src/waiting/stop.js";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+/** Resolves once `ref`'s target was collected (a few full GCs, each after a macrotask). */
+async function collected(ref: WeakRef<object>): Promise<boolean> {
+  for (let i = 0; i < 10 && ref.deref() !== undefined; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+  }
+  return ref.deref() === undefined;
+}
+
+describe("DeadlineQueue", () => {
+  it("expires the calls that did not settle in time, in the order they were made", async () => {
+    const clock = new VirtualClock();
+    const queue = new DeadlineQueue(clock, 100);
+    const expired: string[] = [];
+    queue.add(() => expired.push("a"));
+    const b = queue.add(() => expired.push("b"));
+    await clock.advance(50);
+    queue.add(() => expired.push("c"));
+    b.cancel();
+    await clock.advance(50);
+    assert.deepEqual(expired, ["a"]);
+    await clock.advance(50);
+    assert.deepEqual(expired, ["a", "c"]);
+  });
+
+  it("lets go of a settled call's closure even while an older call is still pending", async () => {
+    const clock = new VirtualClock();
+    const queue = new DeadlineQueue(clock, 60_000);
+    queue.add(() => {}); // a slow call at the head of the line, for the whole test
+    let ref: WeakRef<object> | undefined;
+    (() => {
+      const promiseChain = { big: new Array(1000).fill(0) };
+      ref = new WeakRef(promiseChain);
+      const handle = queue.add(() => void promiseChain.big.length);
+      handle.cancel();
+    })();
+    assert.ok(ref);
+    assert.equal(await collected(ref), true, "the cancelled call's closure is still reachable from the queue");
+  });
+
+  it("keeps the line short while calls are always in flight (never empty, settling in order)", async () => {
+    const clock = new VirtualClock();
+    const queue = new DeadlineQueue(clock, 60_000);
+    const inFlight: { cancel(): void }[] = [];
+    let ref: WeakRef<object> | undefined;
+    for (let i = 0; i < 5_000; i++) {
+      const closure = { i };
+      if (i === 10) ref = new WeakRef(closure);
+      inFlight.push(queue.add(() => void closure.i));
+      if (inFlight.length > 50) inFlight.shift()?.cancel();
+    }
+    assert.ok(ref);
+    assert.equal(await collected(ref), true, "an early settled call is still reachable from the queue");
+  });
+});
+
+describe("closedOnly (a call with no stop of its own)", () => {
+  it("settles as the call does, and rejects every call in flight at close()", async () => {
+    const closer = new AbortController();
+    const stop = closedOnly(closer.signal);
+    assert.equal(closedOnly(closer.signal), stop, "one stop per closed signal");
+    assert.equal(await stop.race(Promise.resolve(7)), 7);
+    await assert.rejects(stop.race(Promise.reject(new Error("refused"))), /refused/);
+
+    let answer: (value: number) => void = () => {};
+    const late: number[] = [];
+    const pending = stop.race(new Promise<number>((resolve) => { answer = resolve; }), (value) => late.push(value));
+    closer.abort(new Error("closed"));
+    await assert.rejects(pending, /closed/);
+    answer(9);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(late, [9], "a value that came after close() goes to `late`");
+    await assert.rejects(stop.race(Promise.resolve(1)), /closed/);
+    assert.throws(() => stop.throwIfInterrupted(), /closed/);
+  });
+});
