@@ -39,6 +39,7 @@ const OPTIONS = {
   strict: { type: "boolean" },
   wait: { type: "boolean" },
   follow: { type: "boolean" },
+  "counter-retention": { type: "string" },
 } as const;
 export type OptionName = keyof typeof OPTIONS;
 
@@ -48,7 +49,7 @@ const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
   inspect: [...GLOBAL, "json"],
   list: [...GLOBAL, "json"],
   release: [...GLOBAL, "force", "kind"],
-  doctor: [...GLOBAL, "json", "strict"],
+  doctor: [...GLOBAL, "json", "strict", "counter-retention"],
   leader: [...GLOBAL, "json", "wait", "follow", "timeout"],
 };
 

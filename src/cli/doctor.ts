@@ -27,7 +27,12 @@ export interface DoctorOptions {
   readonly json: boolean;
   /** Warnings fail too. */
   readonly strict: boolean;
+  /** The `counterRetention` the deployment's Surelock instances use, ms: how far back a clock may step. */
+  readonly counterRetentionMs: number;
 }
+
+/** surelock's default `counterRetention` (what `doctor` assumes unless told otherwise). */
+export const DEFAULT_COUNTER_RETENTION_MS = 300_000;
 
 /** What one server told about itself that the quorum checks need. */
 interface ServerFacts {
@@ -60,7 +65,7 @@ export async function doctor(o: DoctorOptions): Promise<number> {
       const servers = d.primaries();
       for (const server of servers) {
         const node = d.cluster ? `${server.options.host ?? "?"}:${server.options.port ?? "?"}` : name;
-        const facts = await checkServer(server, node, d.cluster).catch((error: unknown): ServerFacts => ({
+        const facts = await checkServer(server, node, d.cluster, o.counterRetentionMs).catch((error: unknown): ServerFacts => ({
           checks: [{ node, check: "server", status: "fail", detail: `could not be checked: ${messageOf(error)}` }],
           clock: undefined,
           durable: "unknown",
@@ -76,7 +81,7 @@ export async function doctor(o: DoctorOptions): Promise<number> {
       if (d.cluster) checks.push(await checkCluster(d, name, servers.length));
     }
     if (o.addresses.length > 1) {
-      checks.push(...checkQuorum(o.addresses.length, runIds), ...checkQuorumClocks(clocks), ...checkRestartDelay(durability));
+      checks.push(...checkQuorum(o.addresses.length, runIds), ...checkQuorumClocks(clocks, o.counterRetentionMs), ...checkRestartDelay(durability));
     }
   } finally {
     await disconnectAll(deployments);
@@ -94,7 +99,7 @@ export async function doctor(o: DoctorOptions): Promise<number> {
 }
 
 /** The checks of one server: version, scripting, role and replicas, persistence, eviction, latency, clock. */
-async function checkServer(server: Redis, node: string, inCluster: boolean): Promise<ServerFacts> {
+async function checkServer(server: Redis, node: string, inCluster: boolean, counterRetentionMs: number): Promise<ServerFacts> {
   const info = parseInfo(await server.info());
   const { config, refused } = await readConfig(server);
   const check = (name: string, status: Status, detail: string): Check => ({ node, check: name, status, detail });
@@ -108,7 +113,7 @@ async function checkServer(server: Redis, node: string, inCluster: boolean): Pro
       persistence.check,
       checkEviction(info, config, check),
       await checkLatency(server, check),
-      checkClock(clock, node),
+      checkClock(clock, node, counterRetentionMs),
     ],
     clock,
     durable: persistence.durable,

@@ -15,7 +15,7 @@ Usage:
   surelock inspect K [--json]
   surelock list [PATTERN] [--json]
   surelock release K --force [--kind mutex|rw|semaphore]
-  surelock doctor [--json] [--strict]
+  surelock doctor [--json] [--strict] [--counter-retention D]
   surelock leader K [--wait [--timeout 10s] | --follow] [--json]
 
 Commands:
@@ -118,7 +118,7 @@ Options:
 
 ${CONNECTION}`,
 
-  doctor: `Usage: surelock doctor [--json] [--strict]
+  doctor: `Usage: surelock doctor [--json] [--strict] [--counter-retention D]
 
 Checks the deployment: Redis version, Lua scripting, role and replicas (min-replicas-to-write),
 persistence (appendonly, appendfsync, save; INFO when CONFIG is unavailable), maxmemory-policy,
@@ -130,6 +130,9 @@ if any check fails.
 Options:
   --json             machine-readable output
   --strict           warnings fail too (exit 1)
+  --counter-retention D
+                     the counterRetention your Surelock instances use (default 5m): the clock
+                     checks judge the servers' clocks against it
 
 ${CONNECTION}`,
 

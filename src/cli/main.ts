@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { ConnectionError, InvalidArgumentError, QuorumError } from "../errors.js";
 import { checkKey, duration, operand, parseCommandLine, prefixOf, redisAddresses, string, tokenize, type CommandLine, type CommandName } from "./args.js";
-import { doctor } from "./doctor.js";
+import { DEFAULT_COUNTER_RETENTION_MS, doctor } from "./doctor.js";
 import { execOptions } from "./exec/args.js";
 import { exec } from "./exec/command.js";
 import { CliError, ExitCode, UsageError } from "./exit-codes.js";
@@ -77,7 +77,7 @@ function run(command: CommandName, line: CommandLine, env: NodeJS.ProcessEnv): P
     }
     case "doctor":
       if (operands.length > 0) throw new UsageError(`unexpected argument ${quote(operands[0] as string)}`);
-      return doctor({ addresses, json, strict: line.values.has("strict") });
+      return doctor({ addresses, json, strict: line.values.has("strict"), counterRetentionMs: duration(line, "counter-retention", 1) ?? DEFAULT_COUNTER_RETENTION_MS });
   }
 }
 

@@ -44,6 +44,8 @@ const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.Process
   ["list with release's flag", ["list", ...NOWHERE, "--force"], /unknown option --force; it belongs to surelock release/],
   ["an unknown --kind", ["release", ...NOWHERE, "k", "--force", "--kind", "lock"], /invalid --kind "lock": expected mutex, rw, semaphore/],
   ["doctor with an operand", ["doctor", ...NOWHERE, "extra"], /unexpected argument "extra"/],
+  ["doctor --counter-retention without a unit", ["doctor", ...NOWHERE, "--counter-retention", "300"], /invalid --counter-retention "300".*did you mean 300s\?/],
+  ["--counter-retention on another command", ["list", ...NOWHERE, "--counter-retention", "5m"], /unknown option --counter-retention; it belongs to surelock doctor/],
   ["an unknown command", ["frobnicate"], /unknown command "frobnicate": expected one of exec, inspect, list, release, doctor/],
   ["a flag before any command", ["--json"], /unknown option --json before a command/],
   ["a URL that is not redis://", ["list", "--redis", "http://127.0.0.1:1"], /invalid --redis "http:\/\/127\.0\.0\.1:1": expected a URL/],

@@ -2,6 +2,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { atLeast, clockOffset, clockSpread, parseTime, type TimeSample } from "../../src/cli/clock-offset.js";
+import { checkClock } from "../../src/cli/doctor/clock-checks.js";
+import { checkQuorumClocks } from "../../src/cli/doctor/quorum-checks.js";
 
 /** A server whose clock is `offsetMs` ahead, read `readAtMs` into a round trip from `sentAtMs` to `receivedAtMs`. */
 const sample = (sentAtMs: number, receivedAtMs: number, offsetMs: number, readAtMs = (receivedAtMs - sentAtMs) / 2): TimeSample =>
@@ -70,5 +72,24 @@ void describe("clockSpread and atLeast", () => {
     assert.equal(atLeast(1_500, 200), 1_300);
     assert.equal(atLeast(-1_500, 200), 1_300);
     assert.equal(atLeast(100, 200), 0);
+  });
+});
+
+void describe("the clock checks against the counter retention", () => {
+  const at = (node: string, offsetMs: number) => ({ node, offset: { offsetMs, boundMs: 1, rttMs: 2 } });
+
+  void it("quorum clocks: apart by more than half the retention fails, by more than a second warns", () => {
+    const apart = [at("a", 0), at("b", 120_000)];
+    assert.equal(checkQuorumClocks(apart, 300_000)[0]?.status, "warn", "2 min apart, retention 5 min");
+    const fail = checkQuorumClocks(apart, 180_000)[0];
+    assert.equal(fail?.status, "fail", "2 min apart, retention 3 min");
+    assert.match(fail?.detail ?? "", /half the counter retention \(3 min\)/);
+    assert.equal(checkQuorumClocks([at("a", 0), at("b", 20)], 30)[0]?.status, "fail", "20 ms apart, retention 30 ms");
+    assert.equal(checkQuorumClocks([at("a", 0), at("b", 0.5)], 300_000)[0]?.status, "ok");
+  });
+
+  void it("one server's clock: the warning names the retention it rests on", () => {
+    const clock = { offsetMs: 5_000, boundMs: 1, rttMs: 2 };
+    assert.match(checkClock(clock, "n", 600_000).detail, /steps back by more than the counter retention \(10 min\)/);
   });
 });

@@ -36,7 +36,7 @@ export function formatOffset(ms: number): string {
 }
 
 /** The `clock` check: warns when the offset is surely beyond CLOCK_WARN_MS. */
-export function checkClock(clock: ClockOffset | undefined, node: string): Check {
+export function checkClock(clock: ClockOffset | undefined, node: string, counterRetentionMs: number): Check {
   if (!clock) return { node, check: "clock", status: "warn", detail: "TIME did not answer as Redis does: the server's clock could not be compared with this host's" };
   const measured = { offsetMs: round(clock.offsetMs), boundMs: round(clock.boundMs) };
   const direction = clock.offsetMs >= 0 ? "ahead of" : "behind";
@@ -46,7 +46,7 @@ export function checkClock(clock: ClockOffset | undefined, node: string): Check 
     node, check: "clock", status: "warn", ...measured,
     detail: `${what}: one of the two clocks is not synchronised. A lock whose counter expired restarts its fencing tokens from ` +
       "this server's clock, above the old ones only if that clock never steps back by more than the counter retention " +
-      "(5 min by default); an unsynchronised clock is the one that gets stepped when it is corrected: run NTP (chrony, " +
+      `(${formatDuration(counterRetentionMs)}); an unsynchronised clock is the one that gets stepped when it is corrected: run NTP (chrony, ` +
       "systemd-timesyncd) on the server and on this host",
   };
 }

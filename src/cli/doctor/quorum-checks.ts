@@ -1,13 +1,10 @@
 /** Checks across the `--redis` URLs of quorum mode: the node count, independent servers, their clocks, Redlock's restart rule. */
 import { atLeast, clockSpread, type ClockOffset } from "../clock-offset.js";
+import { formatDuration } from "../duration.js";
 import { plural } from "../output.js";
 import type { Check, Durability, Status } from "./check.js";
 import { CLOCK_WARN_MS, formatOffset } from "./clock-checks.js";
 
-/** surelock's default counterRetention: how far back a server clock may step without repeating a token. */
-const COUNTER_RETENTION_MS = 300_000;
-/** Quorum: nodes further apart than half the counter retention break token monotonicity across restarts. */
-export const CLOCK_SPREAD_FAIL_MS = COUNTER_RETENTION_MS / 2;
 
 /** Across the `--redis` URLs of quorum mode: enough nodes, and no node counted twice. */
 export function checkQuorum(n: number, runIds: ReadonlyMap<string, string>): Check[] {
@@ -30,16 +27,17 @@ export function checkQuorum(n: number, runIds: ReadonlyMap<string, string>): Che
 /**
  * Quorum: the nodes' clocks against each other (this host's cancels out). A node restarted
  * without its data restarts its counters at its clock; tokens stay increasing only while every
- * node is within half the restart delay, and half the counter retention, of the others.
+ * node is within half the restart delay, and half the counter retention, of the others: nodes
+ * further apart than that fail.
  */
-export function checkQuorumClocks(clocks: readonly { node: string; offset: ClockOffset }[]): Check[] {
+export function checkQuorumClocks(clocks: readonly { node: string; offset: ClockOffset }[], counterRetentionMs: number): Check[] {
   const spread = clockSpread(clocks);
   if (!spread) return [];
   const what = `clocks of ${clocks.length} nodes within ${formatOffset(spread.spreadMs)} of each other (± ${formatOffset(spread.boundMs)})`;
   const rule = "a restarted node restarts its fencing counters at its own clock, so tokens keep growing only while every node's clock is " +
-    "within half the restart delay, and half the counter retention (5 min by default), of the others";
+    `within half the restart delay, and half the counter retention (${formatDuration(counterRetentionMs)}), of the others`;
   const least = atLeast(spread.spreadMs, spread.boundMs);
-  if (least > CLOCK_SPREAD_FAIL_MS) {
+  if (least > counterRetentionMs / 2) {
     return [{ node: "quorum", check: "clocks", status: "fail", detail: `${what}: ${spread.ahead} is ahead of ${spread.behind} by more than half the counter retention; ${rule}: synchronise them (NTP)` }];
   }
   if (least > CLOCK_WARN_MS) {
