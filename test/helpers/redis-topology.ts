@@ -663,6 +663,31 @@ function standaloneSpec(extra: string[] = []): ServerSpec {
   return { kind: 'redis', portCount: 1, args: ([p], dir) => baseArgs(p!, dir, extra) };
 }
 
+/**
+ * A data node of a Sentinel set: its settings in a redis.conf of its own, as in production, so
+ * that Sentinel's CONFIG REWRITE (after it promotes or re-points a node) survives a restart. With
+ * command-line arguments only, a node killed after a failover came back in its launch role: the
+ * first replica as a replica of the demoted primary, which replicated from it — no primary at all.
+ */
+function configFileSpec(extra: string[] = []): ServerSpec {
+  return {
+    kind: 'redis',
+    portCount: 1,
+    files: ([p], dir) => ({ 'redis.conf': `${asConfig(baseArgs(p!, dir, extra)).join('\n')}\n` }),
+    args: (_p, dir) => [path.join(dir, 'redis.conf')],
+  };
+}
+
+/** `--name value...` arguments as redis.conf lines (an empty value as ""). */
+function asConfig(args: readonly string[]): string[] {
+  const lines: string[] = [];
+  for (const arg of args) {
+    if (arg.startsWith('--')) lines.push(arg.slice(2));
+    else lines[lines.length - 1] += ` ${arg === '' ? '""' : arg}`;
+  }
+  return lines;
+}
+
 export async function startStandalone(opts: StartOptions = {}): Promise<RedisServer> {
   return startServer(standaloneSpec(opts.args));
 }
@@ -683,10 +708,10 @@ export async function startSentinelSet(
   const all: RedisServer[] = [];
 
   return cleanupOnError(() => all, async () => {
-    const primary = await startServer(standaloneSpec(opts.args));
+    const primary = await startServer(configFileSpec(opts.args));
     all.push(primary);
     const replicas = await startMany(
-      Array.from({ length: nReplicas }, () => standaloneSpec([...(opts.args ?? []), '--replicaof', HOST, String(primary.port)])),
+      Array.from({ length: nReplicas }, () => configFileSpec([...(opts.args ?? []), '--replicaof', HOST, String(primary.port)])),
     );
     all.push(...replicas);
     await Promise.all(

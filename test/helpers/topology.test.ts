@@ -347,6 +347,23 @@ void describe('sentinel set', () => {
     await eventually(5000, 'replica to report role:master', async () => (await replica.info('replication')).role === 'master');
     await eventually(5000, 'sentinels to agree on the new primary', async () => (await set!.currentPrimary()).port === replica.port);
   });
+
+  void it('a node restarted after a failover keeps the role Sentinel gave it (its redis.conf, rewritten)', async () => {
+    assert.ok(set, 'the set of the test above');
+    const { primary, replicas } = set;
+    const promoted = replicas[0]!;
+    // As a process manager would restart it: the promoted replica comes back a primary, not as a
+    // replica of the node it replaced (which would replicate from it: no primary at all).
+    await promoted.restart();
+    assert.equal((await promoted.info('replication')).role, 'master');
+    // The old primary comes back from its own config as a primary; Sentinel turns it into a replica
+    // and rewrites its config, so a second restart keeps it one.
+    await primary.restart();
+    await eventually(20_000, 'the old primary to be made a replica', async () => (await primary.info('replication')).role === 'slave');
+    await primary.restart();
+    assert.equal((await primary.info('replication')).role, 'slave');
+    await eventually(10_000, 'sentinels to keep the promoted primary', async () => (await set!.currentPrimary()).port === promoted.port);
+  });
 });
 
 void describe('cluster', () => {
