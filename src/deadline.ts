@@ -87,16 +87,29 @@ export function race<T>(work: Promise<T>, stop: AbortSignal, late?: (value: T) =
     work.then((value) => late?.(value), () => {});
     return Promise.reject(stop.reason as unknown);
   }
+  return raceWith(work, (interrupt) => {
+    const onAbort = (): void => interrupt(stop.reason);
+    stop.addEventListener("abort", onAbort, { once: true });
+    return () => stop.removeEventListener("abort", onAbort);
+  }, late);
+}
+
+/**
+ * `race` over any source of interruption: `watch` arms it (handing over the function that
+ * interrupts with a reason) and returns what disarms it, called once `work` settles.
+ */
+export function raceWith<T>(
+  work: Promise<T>, watch: (interrupt: (reason: unknown) => void) => () => void, late?: (value: T) => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const onAbort = (): void => {
+    const unwatch = watch((reason) => {
       settled = true;
-      reject(stop.reason as unknown);
-    };
-    stop.addEventListener("abort", onAbort, { once: true });
+      reject(reason);
+    });
     work.then(
       (value) => {
-        stop.removeEventListener("abort", onAbort);
+        unwatch();
         if (settled) late?.(value);
         else {
           settled = true;
@@ -104,7 +117,7 @@ export function race<T>(work: Promise<T>, stop: AbortSignal, late?: (value: T) =
         }
       },
       (error: unknown) => {
-        stop.removeEventListener("abort", onAbort);
+        unwatch();
         if (settled) return;
         settled = true;
         reject(error);

@@ -3,7 +3,7 @@
  * with close(), or close() alone when the caller gave neither, so that nothing is set up for it.
  */
 import type { Clock } from "../clock.js";
-import { Interruption, race } from "../deadline.js";
+import { Interruption, race, raceWith } from "../deadline.js";
 import { LockTimeoutError } from "../errors.js";
 
 /** The part of an Interruption a call uses. */
@@ -50,30 +50,12 @@ class ClosedOnly implements Stop {
 
   race<T>(work: Promise<T>, late?: (value: T) => void): Promise<T> {
     if (this.signal.aborted) return race(work, this.signal, late);
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const onClose = (reason: unknown): void => {
-        settled = true;
-        reject(reason);
+    return raceWith(work, (interrupt) => {
+      this.#pending.add(interrupt);
+      return () => {
+        this.#pending.delete(interrupt);
       };
-      this.#pending.add(onClose);
-      work.then(
-        (value) => {
-          this.#pending.delete(onClose);
-          if (settled) late?.(value);
-          else {
-            settled = true;
-            resolve(value);
-          }
-        },
-        (error: unknown) => {
-          this.#pending.delete(onClose);
-          if (settled) return;
-          settled = true;
-          reject(error);
-        },
-      );
-    });
+    }, late);
   }
 
   dispose(): void {}

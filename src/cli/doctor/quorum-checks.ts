@@ -5,7 +5,6 @@ import { plural } from "../output.js";
 import type { Check, Durability, Status } from "./check.js";
 import { CLOCK_WARN_MS, formatOffset } from "./clock-checks.js";
 
-
 /** Across the `--redis` URLs of quorum mode: enough nodes, and no node counted twice. */
 export function checkQuorum(n: number, runIds: ReadonlyMap<string, string>): Check[] {
   const checks: Check[] = [];
