@@ -13,7 +13,6 @@
  */
 import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
-import { race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { inboxOf } from "../keys.js";
 import { ConflictError, LockTimeoutError } from "../errors.js";
@@ -139,7 +138,7 @@ export class WaitingRoom implements WakeupHandler {
         let timer: unknown;
         const periodMs = waiter.periodMs;
         const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, periodMs, true); });
-        await race(Promise.race([s.ready, bound]), stop.signal).finally(() => this.#clock.clearTimeout(timer));
+        await stop.race(Promise.race([s.ready, bound])).finally(() => this.#clock.clearTimeout(timer));
       }
       // Ask once more if we were not listening yet: a grant made before the subscription took went unheard.
       let attemptNow = !listened;
@@ -164,7 +163,7 @@ export class WaitingRoom implements WakeupHandler {
           // Granted so late (this process was paused) that the hold is already unsafe: give it back,
           // and wait on under a new identity, so that nothing said about the old one (a refresh
           // reporting that grant, a late give-back) can be mistaken for the new one's.
-          await race(this.#store.abandon(call), stop.signal);
+          await stop.race(this.#store.abandon(call));
           this.#leave(waiter);
           const hold = this.#newId();
           call = { ...call, ask: { ...call.ask, hold }, entry: hold };

@@ -54,17 +54,12 @@ export class Wakeups {
   }
 
   /**
-   * A reference to `channel` if this process already listens to it (subscribed and confirmed):
-   * taken before an attempt, it guarantees that no announcement made after the attempt is missed.
-   * Undefined otherwise (the caller subscribes only if the attempt says it must wait).
+   * References to `channels` if this process already listens to all of them: taken before an
+   * attempt, they guarantee that no announcement made after the attempt is missed. Undefined
+   * otherwise (the caller subscribes only if the attempt says it must wait).
    */
-  refIfListening(channel: string): Subscription | undefined {
-    return this.#channels.get(channel)?.listening ? this.ref(channel) : undefined;
-  }
-
-  /** `refIfListening` for several channels: references to all of them if all are listened to already. */
   refIfListeningAll(channels: readonly string[]): Subscription | undefined {
-    return channels.every((c) => this.#channels.get(c)?.listening) ? this.refAll(channels) : undefined;
+    return channels.every((c) => this.listens(c)) ? this.refAll(channels) : undefined;
   }
 
   /** One reference to each of `channels` (a multi-key waiter hears every key's). */
