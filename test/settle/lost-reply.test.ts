@@ -105,7 +105,9 @@ describe("a reply that never comes (MemoryRedis drop-reply hang)", () => {
       armed = false;
       return { kind: "drop-reply", then: "hang" };
     });
-    const s = await settles(locks.mutex("hang").acquire(), 2_000);
+    // Timed from before the call: its deadline is set inside it, before settles() would start counting.
+    const started = performance.now();
+    const s = await settles(locks.mutex("hang").acquire(), 2_000, started);
     assert.ok(rejection(s) instanceof ConnectionError);
     assert.ok(s.atMs >= 199 && s.atMs < 600, `settled after ${s.atMs.toFixed(0)} ms`);
     await assertNoTrace(inspectable(redis.duplicate()));
