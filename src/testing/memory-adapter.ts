@@ -9,6 +9,7 @@ import type { RedisAdapter, RedisArg, RedisSubscriber } from "../adapters/types.
 import { deliverLater } from "./activity.js";
 import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Fault, type Interceptor } from "./faults.js";
 import { MemoryRedisServer, type MemoryRedisServerOptions, type ServerConnection } from "./memory-redis.js";
+import { loadLua, luaLoaded } from "./redis/lua-runtime.js";
 import type { MessageSink } from "./redis/pubsub.js";
 import { ErrorReply, StatusReply, type Reply } from "./redis/reply.js";
 import { sha1hex } from "./redis/scripting.js";
@@ -33,6 +34,8 @@ function toJs(reply: Reply): unknown {
 }
 
 let servers = 0;
+/** Commands that may run a script: they wait for the Lua runtime to load. */
+const SCRIPTING = new Set(["EVAL", "EVALSHA", "SCRIPT", "EXEC"]);
 
 export class MemoryRedis implements RedisAdapter {
   readonly name: string;
@@ -91,9 +94,18 @@ export class MemoryRedis implements RedisAdapter {
     return new Promise((resolve, reject) => {
       const before = this.#executed;
       let reply: Reply | undefined;
+      let unloadable: unknown;
       this.#executed = before.then(async () => {
         if (fault?.kind === "gate" && fault.stage === "execution") await fault.gate.pass(call);
         if (fault?.kind === "fail") return;
+        if (!luaLoaded() && SCRIPTING.has(name)) {
+          try {
+            await loadLua();
+          } catch (error) {
+            unloadable = error;
+            return;
+          }
+        }
         reply = this.server.execute(this.#connection, argv);
         if (fault?.kind === "replay") reply = this.server.execute(this.#connection, argv);
       });
@@ -104,7 +116,8 @@ export class MemoryRedis implements RedisAdapter {
         if (fault?.kind === "drop-reply" && fault.then === "hang") return;
         const settled = await this.#waitFor(name, argv, reply);
         deliverLater(() => {
-          if (fault?.kind === "fail") reject(new MemoryConnectionError(fault.message ?? `${name} failed: connection lost before it was sent (MemoryRedis fault)`));
+          if (unloadable) reject(unloadable);
+          else if (fault?.kind === "fail") reject(new MemoryConnectionError(fault.message ?? `${name} failed: connection lost before it was sent (MemoryRedis fault)`));
           else if (fault?.kind === "drop-reply") reject(new MemoryConnectionError(`read ECONNRESET: the reply to ${name} was lost (MemoryRedis fault)`));
           else if (settled instanceof ErrorReply) reject(new MemoryReplyError(fromBytes(settled.message)));
           else resolve(toJs(settled as Reply));

@@ -12,6 +12,7 @@ import { lookupCommand, NOSCRIPT_EXTRA } from "./redis/command-table.js";
 import { Keyspace } from "./redis/keyspace.js";
 import { PubSub, type MessageSink } from "./redis/pubsub.js";
 import { CommandError, ErrorReply, OK, QUEUED, type Reply } from "./redis/reply.js";
+import { loadLua } from "./redis/lua-runtime.js";
 import { ScriptEngine } from "./redis/scripting.js";
 import { infoText } from "./redis/server-info.js";
 
@@ -81,7 +82,18 @@ export class MemoryRedisServer {
   #scriptNow: number | undefined;
   #commandsProcessed = 0;
 
+  /**
+   * Resolves once scripts can run (wasmoon, the Lua in WebAssembly, is loaded: once per process).
+   * MemoryRedis waits for it by itself; call it before running scripts through `execute`.
+   * Rejects, saying how to install it, when wasmoon is not installed.
+   */
+  static ready(): Promise<void> {
+    return loadLua();
+  }
+
   constructor(options: MemoryRedisServerOptions = {}) {
+    // Scripts will want the runtime soon: start loading it (a failure is reported when one runs).
+    loadLua().catch(() => {});
     this.#clock = options.clock ?? { now: () => performance.now() };
     this.#epochMs = options.epochMs ?? (options.clock ? Date.UTC(2026, 0, 1) : performance.timeOrigin);
     this.version = options.version ?? "7.2.0";

@@ -1,0 +1,130 @@
+/**
+ * The Lua that runs scripts: wasmoon (the reference Lua 5.4 compiled to WebAssembly), an optional
+ * peer dependency of surelock/testing, loaded once per process on first use. Its C API is called
+ * straight on the WebAssembly exports: strings cross as bytes (Lua strings are byte strings, which
+ * wasmoon's own conversions would re-encode as UTF-8), and without a wrapper's cost per call.
+ */
+import type { LuaWasm } from "wasmoon";
+
+const INSTALL = "surelock/testing runs Lua scripts on wasmoon (real Lua in WebAssembly), an optional peer dependency: npm install --save-dev wasmoon";
+
+/** The C API, as the WebAssembly module exports it (`lua_Integer` arguments are bigints). */
+export interface LuaC {
+  _luaL_newstate(): number;
+  _luaL_openlibs(L: number): void;
+  _lua_close(L: number): void;
+  _luaL_loadbufferx(L: number, buffer: number, size: number, name: number, mode: number): number;
+  _lua_pcallk(L: number, nargs: number, nresults: number, handler: number, ctx: number, k: number): number;
+  _luaL_ref(L: number, t: number): number;
+  _luaL_unref(L: number, t: number, ref: number): void;
+  _lua_sethook(L: number, fn: number, mask: number, count: number): void;
+  _lua_error(L: number): number;
+  _lua_gettop(L: number): number;
+  _lua_settop(L: number, index: number): void;
+  _lua_absindex(L: number, index: number): number;
+  _lua_type(L: number, index: number): number;
+  _lua_isinteger(L: number, index: number): number;
+  _lua_tointegerx(L: number, index: number, isnum: number): bigint;
+  _lua_tonumberx(L: number, index: number, isnum: number): number;
+  _lua_toboolean(L: number, index: number): number;
+  _lua_tolstring(L: number, index: number, length: number): number;
+  _lua_pushnil(L: number): void;
+  _lua_pushboolean(L: number, b: number): void;
+  _lua_pushinteger(L: number, n: bigint): void;
+  _lua_pushnumber(L: number, n: number): void;
+  _lua_pushlstring(L: number, s: number, length: number): number;
+  _lua_pushcclosure(L: number, fn: number, upvalues: number): void;
+  _lua_pushlightuserdata(L: number, p: number): void;
+  _lua_createtable(L: number, narr: number, nrec: number): void;
+  _lua_rawgeti(L: number, index: number, n: bigint): number;
+  _lua_rawseti(L: number, index: number, n: bigint): void;
+  _lua_getfield(L: number, index: number, key: number): number;
+  _lua_setfield(L: number, index: number, key: number): void;
+  _malloc(size: number): number;
+  _free(pointer: number): void;
+  HEAPU8: Uint8Array;
+  addFunction(fn: (...args: number[]) => number | void, signature: string): number;
+}
+
+let loading: Promise<LuaWasm> | undefined;
+let loaded: Lua | undefined;
+let failure: Error | undefined;
+
+/** Starts loading wasmoon (once); resolves when scripts can run, rejects if it is not installed. */
+export function loadLua(): Promise<void> {
+  loading ??= import("wasmoon").then(
+    async (m: typeof import("wasmoon") & { default?: typeof import("wasmoon") }) => {
+      const wasm = await (m.LuaWasm ?? m.default?.LuaWasm).initialize();
+      loaded = new Lua(wasm.module as unknown as LuaC);
+      return wasm;
+    },
+    (cause: unknown) => {
+      failure = new Error(INSTALL, { cause });
+      throw failure;
+    },
+  );
+  return loading.then(() => undefined);
+}
+
+/** The loaded runtime, for synchronous use; throws if it is not loaded (yet). */
+export function luaRuntime(): Lua {
+  if (loaded) return loaded;
+  throw failure ?? new Error("MemoryRedis: the Lua runtime is still loading: await MemoryRedisServer.ready() before running scripts through execute()");
+}
+
+export const luaLoaded = (): boolean => loaded !== undefined;
+
+/** The C API plus byte strings (one char per byte) in and out of Lua's memory. */
+export class Lua {
+  readonly c: LuaC;
+  readonly #lengthOut: number;
+  readonly #names = new Map<string, number>();
+  #scratch = 0;
+  #scratchSize = 0;
+  #view: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+
+  constructor(c: LuaC) {
+    this.c = c;
+    this.#lengthOut = c._malloc(8);
+  }
+
+  /** A C string that lives as long as the process (field names, chunk names). */
+  name(s: string): number {
+    let at = this.#names.get(s);
+    if (at === undefined) {
+      at = this.c._malloc(s.length + 1);
+      this.c.HEAPU8.set([...Buffer.from(s, "latin1"), 0], at);
+      this.#names.set(s, at);
+    }
+    return at;
+  }
+
+  /** Copies `s` into Lua's memory; the pointer stays valid until the next call. */
+  write(s: string): number {
+    if (s.length + 1 > this.#scratchSize) {
+      if (this.#scratch) this.c._free(this.#scratch);
+      this.#scratchSize = Math.max(256, 2 * (s.length + 1));
+      this.#scratch = this.c._malloc(this.#scratchSize);
+    }
+    this.#heap().write(s, this.#scratch, "latin1");
+    return this.#scratch;
+  }
+
+  push(L: number, s: string): void {
+    this.c._lua_pushlstring(L, this.write(s), s.length);
+  }
+
+  /** The string (or number, as Lua prints it) at `index`. */
+  read(L: number, index: number): string {
+    const at = this.c._lua_tolstring(L, index, this.#lengthOut);
+    const heap = this.#heap();
+    return heap.toString("latin1", at, at + heap.readUInt32LE(this.#lengthOut));
+  }
+
+  /** Lua's memory as a Buffer (made again when the memory grows, which replaces its ArrayBuffer). */
+  #heap(): Buffer<ArrayBufferLike> {
+    const memory = this.c.HEAPU8.buffer;
+    if (this.#view.buffer !== memory) this.#view = Buffer.from(memory);
+    return this.#view;
+  }
+}
