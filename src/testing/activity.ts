@@ -3,14 +3,21 @@
  * across the process, so a virtual clock can wait until the in-memory "network" is quiet
  * before it moves time on. Deliveries go through `deliverLater`, one event-loop turn later, as
  * if they had crossed a socket.
+ *
+ * The turn is Node's own setImmediate, taken from node:timers when this module loads: the fake
+ * timers of test runners (`vi.useFakeTimers()`, `jest.useFakeTimers()`, node:test's mock.timers)
+ * replace the global one, and a reply must arrive all the same, as a socket's would.
  */
+import * as timers from "node:timers";
+
+const nextTurn: (fn: () => void) => unknown = timers.setImmediate;
 
 let inFlight = 0;
 
 /** Runs `fn` on a later event-loop turn (setImmediate), counted as in flight until it ran. */
 export function deliverLater(fn: () => void): void {
   inFlight++;
-  setImmediate(() => {
+  nextTurn(() => {
     inFlight--;
     fn();
   });
@@ -19,7 +26,7 @@ export function deliverLater(fn: () => void): void {
 /** Deliveries scheduled and not yet run. */
 export const pendingDeliveries = (): number => inFlight;
 
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const turn = (): Promise<void> => new Promise((resolve) => nextTurn(resolve));
 
 /**
  * Resolves once no delivery is pending and two event-loop turns in a row started none (so the
