@@ -23,10 +23,6 @@ export function deliverLater(fn: () => void): void {
   });
 }
 
-/** Deliveries scheduled and not yet run. */
-export const pendingDeliveries = (): number => inFlight;
-
-const turn = (): Promise<void> => new Promise((resolve) => nextTurn(resolve));
 
 /**
  * Resolves once no delivery is pending and two event-loop turns in a row started none (so the
@@ -35,7 +31,7 @@ const turn = (): Promise<void> => new Promise((resolve) => nextTurn(resolve));
 export async function settle(maxTurns = 100_000): Promise<void> {
   let quiet = 0;
   for (let i = 0; i < maxTurns; i++) {
-    await turn();
+    await new Promise<void>((resolve) => nextTurn(resolve));
     quiet = inFlight === 0 ? quiet + 1 : 0;
     if (quiet >= 2) return;
   }

@@ -4,6 +4,7 @@
  */
 export { MemoryRedis } from "./memory-adapter.js";
 export type { MemoryRedisOptions } from "./memory-adapter.js";
+export type { IoredisArg, IoredisCommands } from "./ioredis-shape.js";
 export { MemoryRedisServer } from "./memory-redis.js";
 export type { MemoryRedisServerOptions, Clock } from "./memory-redis.js";
 export { VirtualClock, VirtualTimer } from "./virtual-clock.js";

@@ -23,15 +23,12 @@ export class VirtualTimer {
     this.seq = seq;
     this.fn = fn;
   }
-  ref(): this {
-    return this;
-  }
-  unref(): this {
-    return this;
-  }
-  hasRef(): boolean {
-    return true;
-  }
+  /** As Node's: nothing to do, a virtual timer never keeps the process alive. */
+  ref(): this { return this; }
+  /** As Node's. */
+  unref(): this { return this; }
+  /** As Node's. */
+  hasRef(): boolean { return true; }
 }
 
 export class VirtualClock implements TimerSource {

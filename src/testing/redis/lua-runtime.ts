@@ -8,43 +8,21 @@ import type { LuaWasm } from "wasmoon";
 
 const INSTALL = "surelock/testing runs Lua scripts on wasmoon (real Lua in WebAssembly), an optional peer dependency: npm install --save-dev wasmoon";
 
-/** The C API, as the WebAssembly module exports it (`lua_Integer` arguments are bigints). */
-export interface LuaC {
-  _luaL_newstate(): number;
-  _luaL_openlibs(L: number): void;
-  _lua_close(L: number): void;
-  _luaL_loadbufferx(L: number, buffer: number, size: number, name: number, mode: number): number;
-  _lua_pcallk(L: number, nargs: number, nresults: number, handler: number, ctx: number, k: number): number;
-  _luaL_ref(L: number, t: number): number;
-  _luaL_unref(L: number, t: number, ref: number): void;
-  _lua_sethook(L: number, fn: number, mask: number, count: number): void;
-  _lua_error(L: number): number;
-  _lua_gettop(L: number): number;
-  _lua_settop(L: number, index: number): void;
-  _lua_absindex(L: number, index: number): number;
-  _lua_type(L: number, index: number): number;
-  _lua_isinteger(L: number, index: number): number;
-  _lua_tointegerx(L: number, index: number, isnum: number): bigint;
-  _lua_tonumberx(L: number, index: number, isnum: number): number;
-  _lua_toboolean(L: number, index: number): number;
-  _lua_tolstring(L: number, index: number, length: number): number;
-  _lua_pushnil(L: number): void;
-  _lua_pushboolean(L: number, b: number): void;
-  _lua_pushinteger(L: number, n: bigint): void;
-  _lua_pushnumber(L: number, n: number): void;
-  _lua_pushlstring(L: number, s: number, length: number): number;
-  _lua_pushcclosure(L: number, fn: number, upvalues: number): void;
-  _lua_pushlightuserdata(L: number, p: number): void;
-  _lua_createtable(L: number, narr: number, nrec: number): void;
-  _lua_rawgeti(L: number, index: number, n: bigint): number;
-  _lua_rawseti(L: number, index: number, n: bigint): void;
-  _lua_getfield(L: number, index: number, key: number): number;
-  _lua_setfield(L: number, index: number, key: number): void;
-  _malloc(size: number): number;
-  _free(pointer: number): void;
-  HEAPU8: Uint8Array;
+type CName = (typeof C_API)[number];
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- only its names are used, as a type
+const C_API = ["malloc", "free", "luaL_newstate", "luaL_openlibs", "lua_close", "luaL_loadbufferx", "lua_pcallk", "luaL_ref",
+  "luaL_unref", "lua_sethook", "lua_error", "lua_gettop", "lua_settop", "lua_absindex", "lua_type", "lua_isinteger", "lua_tointegerx",
+  "lua_tonumberx", "lua_toboolean", "lua_tolstring", "lua_pushboolean", "lua_pushinteger", "lua_pushnumber", "lua_pushlstring",
+  "lua_pushcclosure", "lua_pushlightuserdata", "lua_createtable", "lua_rawgeti", "lua_rawseti", "lua_rawset", "lua_getfield", "lua_setfield"] as const;
+
+/**
+ * The C API as the WebAssembly module exports it: `_lua_pushlstring(L, s, length)` and so on.
+ * `lua_Integer` arguments are bigints, and `_lua_tointegerx` answers one (read it with Number or String).
+ */
+export type LuaC = { readonly [F in `_${CName}`]: (...args: (number | bigint)[]) => number } & {
+  readonly HEAPU8: Uint8Array;
   addFunction(fn: (...args: number[]) => number | void, signature: string): number;
-}
+};
 
 let loading: Promise<LuaWasm> | undefined;
 let loaded: Lua | undefined;
@@ -54,7 +32,7 @@ let failure: Error | undefined;
 export function loadLua(): Promise<void> {
   loading ??= import("wasmoon").then(
     async (m: typeof import("wasmoon") & { default?: typeof import("wasmoon") }) => {
-      const wasm = await (m.LuaWasm ?? m.default?.LuaWasm).initialize();
+      const wasm = await (m.LuaWasm ?? (m.default as typeof import("wasmoon")).LuaWasm).initialize();
       loaded = new Lua(wasm.module as unknown as LuaC);
       return wasm;
     },

@@ -1,7 +1,7 @@
 /**
  * What Redis adds to Lua, and what Lua 5.4 needs to read like Redis's Lua 5.1, run once in each
  * new Lua state (src/testing/redis/scripting.ts). Its arguments: the command dispatcher, sha1hex,
- * cjson.null (a NULL light userdata, as in Redis), the server version and its number. It returns
+ * cjson's decoder (JSON.parse), cjson.null (a NULL light userdata, as in Redis), the server version and its number. It returns
  * the runner, the error handler and the value a killed script raises.
  *
  * Numbers: 5.1 has only doubles, printed with "%.14g". An integral value below 1e15 is kept as a
@@ -11,25 +11,19 @@
  * own runtime errors.
  */
 export const REDIS_LUA = String.raw`
-local dispatch, sha1hex, null, version, versionNum = ...
+local dispatch, sha1hex, decode, null, version, versionNum = ...
 local G, type, tostring0, tonumber0, error, pcall0, select, rawget, rawset, setmetatable, pairs, getinfo =
   _G, type, tostring, tonumber, error, pcall, select, rawget, rawset, setmetatable, pairs, debug.getinfo
-local fmt, floor, ceil, tointeger, pack, unpack, concat, utf8char = string.format, math.floor, math.ceil,
-  math.tointeger, table.pack, table.unpack, table.concat, utf8.char
-for _, name in ipairs({'io', 'os', 'package', 'utf8', 'coroutine', 'debug', 'require', 'dofile', 'loadfile', 'load', 'warn'}) do
-  G[name] = nil
-end
+local fmt, floor, ceil, tointeger, pack, unpack, concat = string.format, math.floor, math.ceil,
+  math.tointeger, table.pack, table.unpack, table.concat
+for _, name in ipairs({'io', 'os', 'package', 'utf8', 'coroutine', 'debug', 'require', 'dofile', 'loadfile', 'load', 'warn'}) do G[name] = nil end
 
 local function num51(n)
   local i = tointeger(n)
   if i and i < 1e15 and i > -1e15 then return i end
   return n + 0.0
 end
-tonumber = function(...)
-  local n = tonumber0(...)
-  if n then return num51(n) end
-  return n
-end
+tonumber = function(...) local n = tonumber0(...) return n and num51(n) end
 tostring = function(v)
   if type(v) == 'number' then return fmt('%.14g', v) end
   if v == null then return 'userdata: (nil)' end
@@ -105,9 +99,7 @@ local redis = {
 
 -- cjson as Redis builds it: numbers "%.14g", '/' escaped, arrays when every key is a positive integer.
 local escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['/'] = '\\/', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
-local function encodeString(s)
-  return '"' .. s:gsub('[%c"\\/]', function(c) return escapes[c] or fmt('\\u%04x', c:byte()) end) .. '"'
-end
+local function encodeString(s) return '"' .. s:gsub('[%c"\\/]', function(c) return escapes[c] or fmt('\\u%04x', c:byte()) end) .. '"' end
 local function encode(v, depth)
   local t = type(v)
   if v == null then return 'null'
@@ -137,75 +129,9 @@ local function encode(v, depth)
   end
   return '{' .. concat(out, ',') .. '}'
 end
-local unescapes = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
-local function decode(s)
-  local pos = 1
-  local function fail(what) error(fmt('Expected %s but found invalid token at character %d', what, pos)) end
-  local function skip() pos = s:find('[^ \t\r\n]', pos) or #s + 1 end
-  local value
-  local function list(close, item)
-    local out = {}
-    pos = pos + 1
-    skip()
-    if s:sub(pos, pos) == close then pos = pos + 1 return out end
-    while true do
-      item(out)
-      skip()
-      local c = s:sub(pos, pos)
-      pos = pos + 1
-      if c == close then return out end
-      if c ~= ',' then pos = pos - 1 fail("comma or '" .. close .. "'") end
-    end
-  end
-  local function str()
-    local out, from = {}, pos + 1
-    while true do
-      local at = s:find('["\\]', from)
-      if not at then fail('string end') end
-      out[#out + 1] = s:sub(from, at - 1)
-      if s:sub(at, at) == '"' then pos = at + 1 return concat(out) end
-      local c = s:sub(at + 1, at + 1)
-      from = at + 2
-      if c == 'u' then
-        local code = tonumber0(s:sub(at + 2, at + 5), 16) or fail('unicode escape')
-        from = at + 6
-        local low = code >= 0xD800 and code < 0xDC00 and s:match('^\\u(%x%x%x%x)', from)
-        if low then code, from = 0x10000 + (code - 0xD800) * 0x400 + (tonumber0(low, 16) - 0xDC00), from + 6 end
-        out[#out + 1] = utf8char(code)
-      else out[#out + 1] = unescapes[c] or fail('escape') end
-    end
-  end
-  function value()
-    skip()
-    local c = s:sub(pos, pos)
-    if c == '{' then
-      return list('}', function(out)
-        skip()
-        if s:sub(pos, pos) ~= '"' then fail('object key string') end
-        local k = str()
-        skip()
-        if s:sub(pos, pos) ~= ':' then fail('colon') end
-        pos = pos + 1
-        out[k] = value()
-      end)
-    elseif c == '[' then return list(']', function(out) out[#out + 1] = value() end)
-    elseif c == '"' then return str() end
-    for word, v in pairs({ ['true'] = true, ['false'] = false, null = null }) do
-      if s:sub(pos, pos + #word - 1) == word then pos = pos + #word return v end
-    end
-    local n = s:match('^-?%d+%.?%d*[eE]?[-+]?%d*', pos)
-    if not n or not tonumber0(n) then fail('value') end
-    pos = pos + #n
-    return num51(tonumber0(n))
-  end
-  local v = value()
-  skip()
-  if pos <= #s then fail('the end') end
-  return v
-end
 local cjson = {
   encode = function(v) return encode(v, 1) end,
-  decode = function(s) if type(s) ~= 'string' then error('bad argument #1 to \'decode\' (string expected)', 2) end return decode(s) end,
+  decode = function(s) if type(s) ~= 'string' then error("bad argument #1 to 'decode' (string expected)", 2) end return decode(s) end,
   null = null,
 }
 
@@ -230,10 +156,7 @@ local function handler(e)
   end
   return e
 end
-local function run(f, keys, argv)
-  rawset(G, 'KEYS', keys)
-  rawset(G, 'ARGV', argv)
-  return f()
-end
+-- KEYS and ARGV are globals, set for each run past the read-only guard, as Redis sets them.
+local function run(f, keys, argv) rawset(G, 'KEYS', keys) rawset(G, 'ARGV', argv) return f() end
 return run, handler, killed
 `;

@@ -13,11 +13,9 @@ import { CommandError, ErrorReply, StatusReply, type Reply } from "./reply.js";
 
 export const sha1hex = (source: string): string => createHash("sha1").update(Buffer.from(source, "latin1")).digest("hex");
 
-/** Runs one command for a script; the server applies the script rules (no EVAL, no SUBSCRIBE, ...). */
-export type ScriptDispatch = (ctx: CommandContext, argv: string[]) => Reply;
-
+/** The server a script engine serves: `dispatch` runs one command for a script, under the script rules. */
 export interface ScriptEngineOptions {
-  readonly dispatch: ScriptDispatch;
+  readonly dispatch: (ctx: CommandContext, argv: string[]) => Reply;
   readonly version: string;
   readonly shortestDoubles: boolean;
 }
@@ -32,7 +30,7 @@ export const setScriptBudget = (millions: number): void => { hookBudget = millio
 
 /** One Lua state at a time runs: the C functions below find their engine here. */
 let running: { engine: ScriptEngine; ctx: CommandContext; looks: number } | undefined;
-let shared: { lua: Lua; dispatch: number; sha1: number; hook: number } | undefined;
+let shared: { lua: Lua; dispatch: number; sha1: number; decode: number; hook: number } | undefined;
 const states = new FinalizationRegistry<number>((L) => shared?.lua.c._lua_close(L));
 
 /** The C functions every state shares, made once per process. */
@@ -45,7 +43,7 @@ function runtime(): NonNullable<typeof shared> {
       return fn(L);
     } catch (error) {
       if (error === Infinity || typeof error === "number") throw error; // Lua's own longjmp
-      lua.push(L, `MemoryRedis: ${error instanceof Error ? error.message : String(error)}`);
+      lua.push(L, error instanceof Error ? error.message : String(error));
     }
     return c._lua_error(L);
   }, "ii");
@@ -53,6 +51,16 @@ function runtime(): NonNullable<typeof shared> {
     lua,
     dispatch: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx) : 0)),
     sha1: cFunction((L) => { lua.push(L, sha1hex(lua.read(L, 1))); return 1; }),
+    decode: cFunction((L) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(Buffer.from(lua.read(L, 1), "latin1").toString("utf8"));
+      } catch (error) {
+        throw new Error(`Expected value but found invalid token: ${(error as Error).message}`);
+      }
+      pushJson(lua, L, value);
+      return 1;
+    }),
     hook: c.addFunction((L: number) => {
       if (running && ++running.looks > hookBudget) {
         c._lua_rawgeti(L, REGISTRY, BigInt(running.engine.killedRef));
@@ -79,7 +87,7 @@ export class ScriptEngine {
   /** This server's Lua state, made on first use. */
   #state(): number {
     if (this.#L) return this.#L;
-    const { lua, dispatch, sha1, hook } = runtime();
+    const { lua, dispatch, sha1, decode, hook } = runtime();
     const c = lua.c;
     const L = c._luaL_newstate();
     states.register(this, L);
@@ -87,12 +95,13 @@ export class ScriptEngine {
     this.#load(L, REDIS_LUA, "=surelock");
     c._lua_pushcclosure(L, dispatch, 0);
     c._lua_pushcclosure(L, sha1, 0);
+    c._lua_pushcclosure(L, decode, 0);
     c._lua_pushlightuserdata(L, 0);
     const version = this.#options.version;
     const [major = 0, minor = 0, patch = 0] = version.split(".").map(Number);
     lua.push(L, version);
     c._lua_pushinteger(L, BigInt((major << 16) | (minor << 8) | patch));
-    if (c._lua_pcallk(L, 5, 3, 0, 0, 0) !== 0) throw new Error(`MemoryRedis: Redis's Lua libraries failed to load: ${lua.read(L, -1)}`);
+    if (c._lua_pcallk(L, 6, 3, 0, 0, 0) !== 0) throw new Error(`MemoryRedis: Redis's Lua libraries failed to load: ${lua.read(L, -1)}`);
     this.killedRef = c._luaL_ref(L, REGISTRY);
     this.#handler = c._luaL_ref(L, REGISTRY);
     this.#run = c._luaL_ref(L, REGISTRY);
@@ -139,13 +148,11 @@ export class ScriptEngine {
     for (const r of [this.#handler, this.#run, ref]) c._lua_rawgeti(L, REGISTRY, BigInt(r));
     this.#pushReply(L, keys);
     this.#pushReply(L, args);
-    const outer = running;
     running = { engine: this, ctx, looks: 0 };
     try {
-      if (c._lua_pcallk(L, 3, 1, 1, 0, 0) === 0) return this.#toReply(L, -1);
-      return this.#errorReply(L, id);
+      return c._lua_pcallk(L, 3, 1, 1, 0, 0) === 0 ? this.#toReply(L, -1) : this.#errorReply(L, id);
     } finally {
-      running = outer;
+      running = undefined;
       c._lua_settop(L, 0);
     }
   }
@@ -197,11 +204,8 @@ export class ScriptEngine {
     const { lua } = runtime();
     const c = lua.c;
     if (typeof reply === "string") lua.push(L, reply);
-    else if (typeof reply === "number") {
-      // Lua 5.1's doubles print an integral value below 1e15 as its digits, as a 5.4 integer does.
-      if (Number.isInteger(reply) && Math.abs(reply) < 1e15) c._lua_pushinteger(L, BigInt(reply));
-      else c._lua_pushnumber(L, reply);
-    } else if (reply === null) c._lua_pushboolean(L, 0);
+    else if (typeof reply === "number") pushNumber(lua, L, reply);
+    else if (reply === null) c._lua_pushboolean(L, 0);
     else if (reply instanceof StatusReply || reply instanceof ErrorReply) {
       c._lua_createtable(L, 0, 1);
       lua.push(L, reply instanceof StatusReply ? reply.status : reply.message);
@@ -248,6 +252,31 @@ export class ScriptEngine {
       }
       default:
         return null;
+    }
+  }
+}
+
+/** Lua 5.1's doubles print an integral value below 1e15 as its digits, as a 5.4 integer does; others stay floats. */
+function pushNumber(lua: Lua, L: number, n: number): void {
+  if (Number.isInteger(n) && Math.abs(n) < 1e15) lua.c._lua_pushinteger(L, BigInt(n));
+  else lua.c._lua_pushnumber(L, n);
+}
+
+/** A JSON value as cjson.decode makes it: null is cjson.null, strings are UTF-8 bytes. */
+function pushJson(lua: Lua, L: number, value: unknown): void {
+  const c = lua.c;
+  if (value === null) c._lua_pushlightuserdata(L, 0);
+  else if (typeof value === "string") lua.push(L, Buffer.from(value, "utf8").toString("latin1"));
+  else if (typeof value === "number") pushNumber(lua, L, value);
+  else if (typeof value === "boolean") c._lua_pushboolean(L, value ? 1 : 0);
+  else {
+    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i + 1, v]) : Object.entries(value as object);
+    c._lua_createtable(L, 0, 0);
+    for (const [key, item] of entries) {
+      if (typeof key === "number") c._lua_pushinteger(L, BigInt(key));
+      else lua.push(L, Buffer.from(key, "utf8").toString("latin1"));
+      pushJson(lua, L, item);
+      c._lua_rawset(L, -3);
     }
   }
 }

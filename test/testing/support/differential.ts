@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { MemoryRedisServer, type ServerConnection } from "../../../src/testing/memory-redis.js";
-import type { MessageSink } from "../../../src/testing/redis/pubsub.js";
+import type { MessageSink } from "../../../src/testing/memory-redis.js";
 import { redisVersion, startStandalone, type RedisServer } from "../../helpers/redis-topology.js";
 import { RespClient, wireOf, type Wire } from "./resp-client.js";
 
