@@ -121,9 +121,7 @@ export class MemoryRedis extends ioredisShaped() implements RedisAdapter {
         reply = this.server.execute(this.#connection, argv);
         if (fault?.kind === "replay") reply = this.server.execute(this.#connection, argv);
       });
-      const ran = this.#executed;
-      const previousReply = this.#replied;
-      this.#replied = Promise.all([ran, previousReply]).then(async () => {
+      this.#replied = Promise.all([this.#executed, this.#replied]).then(async () => {
         if (fault?.kind === "gate" && fault.stage === "reply") await fault.gate.pass(call);
         if (fault?.kind === "drop-reply" && fault.then === "hang") return;
         const settled = await this.#waitFor(name, argv, reply);
@@ -141,8 +139,7 @@ export class MemoryRedis extends ioredisShaped() implements RedisAdapter {
   /** WAIT blocks until enough replicas acknowledged, or its timeout (0: forever), like the real one. */
   async #waitFor(name: string, argv: readonly string[], reply: Reply | undefined): Promise<Reply | undefined> {
     if (name !== "WAIT" || typeof reply !== "number") return reply;
-    const wanted = Number(argv[1]);
-    const timeoutMs = Number(argv[2]);
+    const [wanted, timeoutMs] = [Number(argv[1]), Number(argv[2])];
     if (reply >= wanted) return reply;
     if (timeoutMs === 0) return new Promise<never>(() => {});
     await new Promise<void>((resolve) => this.server.setTimer(resolve, timeoutMs));

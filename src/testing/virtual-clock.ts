@@ -42,9 +42,8 @@ export class VirtualClock implements TimerSource {
     this.#now = startMs;
   }
 
-  now(): number {
-    return this.#now;
-  }
+  /** The virtual time, in ms. */
+  now(): number { return this.#now; }
 
   setTimeout(fn: () => void, ms: number): VirtualTimer {
     // Like Node: a negative, NaN or missing delay means "as soon as possible".
@@ -59,14 +58,10 @@ export class VirtualClock implements TimerSource {
   }
 
   /** Timers not yet fired. */
-  get pendingTimers(): number {
-    return this.#timers.size;
-  }
+  get pendingTimers(): number { return this.#timers.size; }
 
   /** When the next timer is due, or undefined. */
-  get nextTimerAt(): number | undefined {
-    return this.#next()?.at;
-  }
+  get nextTimerAt(): number | undefined { return this.#next()?.at; }
 
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way, in order, with the
@@ -104,9 +99,7 @@ export class VirtualClock implements TimerSource {
   }
 
   /** Lets pending in-memory replies and messages arrive without moving time. */
-  settle(): Promise<void> {
-    return settle();
-  }
+  settle(): Promise<void> { return settle(); }
 
   #next(): VirtualTimer | undefined {
     let best: VirtualTimer | undefined;

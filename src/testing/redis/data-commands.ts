@@ -20,13 +20,19 @@ const ordered = (ctx: CommandContext, key: string): ZEntry[] =>
   [...(zset(ctx, key) ?? [])].map(([member, score]) => ({ member, score })).sort((a, b) => a.score - b.score || (a.member < b.member ? -1 : 1));
 const within = (min: Bound, max: Bound) => (e: ZEntry): boolean =>
   (min.exclusive ? e.score > min.value : e.score >= min.value) && (max.exclusive ? e.score < max.value : e.score <= max.value);
-const inRange = (ctx: CommandContext, key: string, min: string, max: string): ZEntry[] => ordered(ctx, key).filter(within(parseBound(min), parseBound(max)));
+/** The entries between two score bounds (checked before the key is read, as Redis does). */
+const inRange = (ctx: CommandContext, key: string, min: string, max: string): ZEntry[] =>
+  ((test) => ordered(ctx, key).filter(test))(within(parseBound(min), parseBound(max)));
 const scored = (ctx: CommandContext, entries: ZEntry[], withScores: boolean): Reply =>
   withScores ? entries.flatMap((e) => [e.member, formatDouble(e.score, ctx.server.shortestDoubles)]) : entries.map((e) => e.member);
 /** A Redis index (negative counts from the end) as a 0-based position. */
 const position = (index: string, length: number): number => (parseInteger(index) < 0 ? length + parseInteger(index) : parseInteger(index));
-const range = <T>(items: T[], start: string, stop: string): T[] =>
-  items.slice(Math.max(0, position(start, items.length)), Math.max(0, position(stop, items.length) + 1));
+/** The items from `start` to `stop`, both checked (as Redis does) before the key is read. */
+const range = <T>(start: string, stop: string, read: () => T[]): T[] => {
+  [start, stop].forEach((i) => parseInteger(i));
+  const items = read();
+  return items.slice(Math.max(0, position(start, items.length)), Math.max(0, position(stop, items.length) + 1));
+};
 /** Removes the members `remove` says it removed; a container left empty goes, as Redis never keeps one. */
 const removing = (ctx: CommandContext, key: string, remove: (member: string) => boolean | undefined, from: readonly string[]): number => {
   const removed = from.filter((m) => remove(m)).length;
@@ -226,8 +232,11 @@ export const dataCommands: CommandSpec[] = [
     return value ?? null;
   }),
   command("llen", 2, (ctx, [, key]) => list(ctx, key as string).length),
-  command("lindex", 3, (ctx, [, key, index]) => list(ctx, key as string).at(parseInteger(index as string)) ?? null),
-  command("lrange", 4, (ctx, [, key, start, stop]) => range(list(ctx, key as string), start as string, stop as string)),
+  command("lindex", 3, (ctx, [, key, index]) => {
+    const l = ctx.ks.get(key as string, "list")?.data;
+    return l ? (l.at(parseInteger(index as string)) ?? null) : null;
+  }),
+  command("lrange", 4, (ctx, [, key, start, stop]) => range(start as string, stop as string, () => list(ctx, key as string))),
   command("lrem", 4, (ctx, [, key, countText, element]) => {
     const count = parseInteger(countText as string);
     const l = list(ctx, key as string);
@@ -264,7 +273,7 @@ export const dataCommands: CommandSpec[] = [
   command("zrange", -4, (ctx, argv) => {
     const options = argv.slice(4).map((a) => a.toUpperCase());
     if (options.some((o) => o !== "WITHSCORES")) unsupported(`ZRANGE ${options.join(" ")}`);
-    return scored(ctx, range(ordered(ctx, argv[1] as string), argv[2] as string, argv[3] as string), options.length > 0);
+    return scored(ctx, range(argv[2] as string, argv[3] as string, () => ordered(ctx, argv[1] as string)), options.length > 0);
   }),
   command("zrangebyscore", -4, zrangeByScore),
   command("zremrangebyscore", 4, (ctx, [, key, min, max]) =>

@@ -1,6 +1,7 @@
 /**
  * What Redis adds to Lua, and what Lua 5.4 needs to read like Redis's Lua 5.1, run once in each
- * new Lua state (src/testing/redis/scripting.ts). Its arguments: the command dispatcher, sha1hex,
+ * new Lua state (src/testing/redis/scripting.ts). Its arguments: redis.call and redis.pcall (C
+ * functions, so that the script's own frame stays on the stack for the error handler), sha1hex,
  * cjson's decoder (JSON.parse), cjson.null (a NULL light userdata, as in Redis), the server version and its number. It returns
  * the runner, the error handler and the value a killed script raises.
  *
@@ -11,7 +12,7 @@
  * own runtime errors.
  */
 export const REDIS_LUA = String.raw`
-local dispatch, sha1hex, decode, null, version, versionNum = ...
+local call, pcall1, sha1hex, decode, null, version, versionNum = ...
 local G, type, tostring0, tonumber0, error, pcall0, select, rawget, rawset, setmetatable, pairs, getinfo =
   _G, type, tostring, tonumber, error, pcall, select, rawget, rawset, setmetatable, pairs, debug.getinfo
 local fmt, floor, ceil, tointeger, pack, unpack, concat = string.format, math.floor, math.ceil,
@@ -64,24 +65,13 @@ local function errtable(text)
   end
   return { err = code .. ' ' .. (msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')) }
 end
-local function call(raise, ...)
-  local ok, value, fromCommand = dispatch(...)
-  if ok then return value end
-  local e = errtable(fromCommand and ('-' .. value) or value)
-  if fromCommand then e.ignore_error_stats_update = true end
-  if raise then error(e, 0) end
-  return e
-end
-local function oneString(f)
-  return function(...)
-    local s = ...
-    if select('#', ...) ~= 1 or type(s) ~= 'string' then return errtable('wrong number or type of arguments') end
-    return f(s)
-  end
-end
+local function oneString(f) return function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then return errtable('wrong number or type of arguments') end
+  return f(s)
+end end
 local redis = {
-  call = function(...) return call(true, ...) end,
-  pcall = function(...) return call(false, ...) end,
+  call = call, pcall = pcall1,
   error_reply = oneString(function(s) return errtable(s:sub(1, 1) == '-' and s or '-' .. s) end),
   status_reply = oneString(function(s) return { ok = s } end),
   sha1hex = function(...)
@@ -106,10 +96,10 @@ local function encode(v, depth)
   elseif t == 'string' then return encodeString(v)
   elseif t == 'boolean' then return tostring0(v)
   elseif t == 'number' then
-    if v ~= v or v == math.huge or v == -math.huge then error('Cannot serialise number: must not be NaN or Inf') end
+    if v ~= v or v == math.huge or v == -math.huge then error('Cannot serialise number: must not be NaN or Inf', 0) end
     return fmt('%.14g', v)
-  elseif t ~= 'table' then error('Cannot serialise ' .. t .. ': type not supported') end
-  if depth > 1000 then error('Cannot serialise, excessive nesting (1001)') end
+  elseif t ~= 'table' then error('Cannot serialise ' .. t .. ': type not supported', 0) end
+  if depth > 1000 then error('Cannot serialise, excessive nesting (1001)', 0) end
   local max, count = 0, 0
   for k in pairs(v) do
     if type(k) ~= 'number' or k < 1 or floor(k) ~= k then max = -1 break end
@@ -118,20 +108,24 @@ local function encode(v, depth)
   end
   local out = {}
   if max > 0 then
-    if max > count * 2 and max > 10 then error('Cannot serialise table: excessively sparse array') end
+    if max > count * 2 and max > 10 then error('Cannot serialise table: excessively sparse array', 0) end
     for i = 1, max do out[i] = v[i] == nil and 'null' or encode(v[i], depth + 1) end
     return '[' .. concat(out, ',') .. ']'
   end
   for k, x in pairs(v) do
     if type(k) == 'number' then k = fmt('%.14g', k)
-    elseif type(k) ~= 'string' then error('Cannot serialise table: table key must be a number or string') end
+    elseif type(k) ~= 'string' then error('Cannot serialise table: table key must be a number or string', 0) end
     out[#out + 1] = encodeString(k) .. ':' .. encode(x, depth + 1)
   end
   return '{' .. concat(out, ',') .. '}'
 end
 local cjson = {
-  encode = function(v) return encode(v, 1) end,
-  decode = function(s) if type(s) ~= 'string' then error("bad argument #1 to 'decode' (string expected)", 2) end return decode(s) end,
+  -- Raised where the script called it, as a C library's errors are.
+  encode = function(v) local ok, r = pcall0(encode, v, 1) if not ok then error(r, 2) end return r end,
+  decode = function(s)
+    local ok, r = pcall0(decode, type(s) == 'string' and s or error("bad argument #1 to 'decode' (string expected)", 2))
+    if not ok then error(r, 2) end return r
+  end,
   null = null,
 }
 

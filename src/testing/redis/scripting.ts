@@ -30,7 +30,7 @@ export const setScriptBudget = (millions: number): void => { hookBudget = millio
 
 /** One Lua state at a time runs: the C functions below find their engine here. */
 let running: { engine: ScriptEngine; ctx: CommandContext; looks: number } | undefined;
-let shared: { lua: Lua; dispatch: number; sha1: number; decode: number; hook: number } | undefined;
+let shared: { lua: Lua; call: number; pcall: number; sha1: number; decode: number; hook: number } | undefined;
 const states = new FinalizationRegistry<number>((L) => shared?.lua.c._lua_close(L));
 
 /** The C functions every state shares, made once per process. */
@@ -49,7 +49,8 @@ function runtime(): NonNullable<typeof shared> {
   }, "ii");
   shared = {
     lua,
-    dispatch: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx) : 0)),
+    call: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx, true) : 0)),
+    pcall: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx, false) : 0)),
     sha1: cFunction((L) => { lua.push(L, sha1hex(lua.read(L, 1))); return 1; }),
     decode: cFunction((L) => {
       let value: unknown;
@@ -87,13 +88,14 @@ export class ScriptEngine {
   /** This server's Lua state, made on first use. */
   #state(): number {
     if (this.#L) return this.#L;
-    const { lua, dispatch, sha1, decode, hook } = runtime();
+    const { lua, call, pcall, sha1, decode, hook } = runtime();
     const c = lua.c;
     const L = c._luaL_newstate();
     states.register(this, L);
     c._luaL_openlibs(L);
     this.#load(L, REDIS_LUA, "=surelock");
-    c._lua_pushcclosure(L, dispatch, 0);
+    c._lua_pushcclosure(L, call, 0);
+    c._lua_pushcclosure(L, pcall, 0);
     c._lua_pushcclosure(L, sha1, 0);
     c._lua_pushcclosure(L, decode, 0);
     c._lua_pushlightuserdata(L, 0);
@@ -101,7 +103,7 @@ export class ScriptEngine {
     const [major = 0, minor = 0, patch = 0] = version.split(".").map(Number);
     lua.push(L, version);
     c._lua_pushinteger(L, BigInt((major << 16) | (minor << 8) | patch));
-    if (c._lua_pcallk(L, 6, 3, 0, 0, 0) !== 0) throw new Error(`MemoryRedis: Redis's Lua libraries failed to load: ${lua.read(L, -1)}`);
+    if (c._lua_pcallk(L, 7, 3, 0, 0, 0) !== 0) throw new Error(`MemoryRedis: Redis's Lua libraries failed to load: ${lua.read(L, -1)}`);
     this.killedRef = c._luaL_ref(L, REGISTRY);
     this.#handler = c._luaL_ref(L, REGISTRY);
     this.#run = c._luaL_ref(L, REGISTRY);
@@ -172,31 +174,35 @@ export class ScriptEngine {
     return new ErrorReply(oneLine(message.replace(/^-/, "")));
   }
 
-  /** redis.call's C half: arguments in, `true, reply` or `false, message, fromCommand` out. */
-  dispatch(L: number, ctx: CommandContext): number {
+  /** redis.call (`raise`) and redis.pcall: the reply, or an error table `{err = ...}` raised or returned. */
+  dispatch(L: number, ctx: CommandContext, raise: boolean): number {
     const { lua } = runtime();
     const c = lua.c;
     const count = c._lua_gettop(L);
     const fail = (message: string, fromCommand: boolean): number => {
-      c._lua_pushboolean(L, 0);
+      c._lua_createtable(L, 0, 2);
       lua.push(L, message);
-      c._lua_pushboolean(L, fromCommand ? 1 : 0);
-      return 3;
+      c._lua_setfield(L, -2, lua.name("err"));
+      // Redis marks the errors that came from a command, and a script can see the mark.
+      if (fromCommand) {
+        c._lua_pushboolean(L, 1);
+        c._lua_setfield(L, -2, lua.name("ignore_error_stats_update"));
+      }
+      return raise ? c._lua_error(L) : 1;
     };
-    if (count === 0) return fail("Please specify at least one argument for this redis lib call", false);
+    if (count === 0) return fail("ERR Please specify at least one argument for this redis lib call", false);
     const argv: string[] = [];
     for (let i = 1; i <= count; i++) {
       const type = c._lua_type(L, i);
       if (type === T.string) argv.push(lua.read(L, i));
-      else if (type !== T.number) return fail("Lua redis lib command arguments must be strings or integers", false);
+      else if (type !== T.number) return fail("ERR Lua redis lib command arguments must be strings or integers", false);
       else if (c._lua_isinteger(L, i)) argv.push(String(c._lua_tointegerx(L, i, 0)));
       else argv.push(formatDouble(c._lua_tonumberx(L, i, 0), this.#options.shortestDoubles));
     }
     const reply = this.#options.dispatch(ctx, argv);
     if (reply instanceof ErrorReply) return fail(reply.message, true);
-    c._lua_pushboolean(L, 1);
     this.#pushReply(L, reply);
-    return 2;
+    return 1;
   }
 
   /** A RESP reply as Lua sees it (what redis.call returns). */
