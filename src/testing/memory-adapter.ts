@@ -8,7 +8,7 @@
 import type { RedisAdapter, RedisArg, RedisSubscriber } from "../adapters/types.js";
 import { deliverLater } from "./activity.js";
 import { flatten, ioredisShaped, type IoredisArg } from "./ioredis-shape.js";
-import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Fault, type Interceptor } from "./faults.js";
+import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Interceptor } from "./faults.js";
 import { MemoryRedisServer, type MemoryRedisServerOptions, type MessageSink, type ServerConnection } from "./memory-redis.js";
 import { loadLua, luaLoaded } from "./redis/lua-runtime.js";
 import { ErrorReply, StatusReply, type Reply } from "./redis/reply.js";

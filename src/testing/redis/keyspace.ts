@@ -75,11 +75,8 @@ export class Keyspace {
     this.#entries.set(key, { value, expiresAt: undefined });
   }
 
-  delete(key: string): boolean {
-    if (!this.entry(key)) return false;
-    this.#entries.delete(key);
-    return true;
-  }
+  /** DEL of one key: whether it was there (alive). */
+  delete(key: string): boolean { return this.entry(key) !== undefined && this.#entries.delete(key); }
 
   /** Removes a container that became empty, as Redis never keeps an empty one. */
   dropIfEmpty(key: string): void {

@@ -28,19 +28,23 @@ let loading: Promise<LuaWasm> | undefined;
 let loaded: Lua | undefined;
 let failure: Error | undefined;
 
+type Wasmoon = typeof import("wasmoon");
+
 /** Starts loading wasmoon (once); resolves when scripts can run, rejects if it is not installed. */
 export function loadLua(): Promise<void> {
-  loading ??= import("wasmoon").then(
-    async (m: typeof import("wasmoon") & { default?: typeof import("wasmoon") }) => {
-      const wasm = await (m.LuaWasm ?? (m.default as typeof import("wasmoon")).LuaWasm).initialize();
-      loaded = new Lua(wasm.module as unknown as LuaC);
-      return wasm;
-    },
-    (cause: unknown) => {
-      failure = new Error(INSTALL, { cause });
-      throw failure;
-    },
-  );
+  loading ??= import("wasmoon").then(async (m: Wasmoon & { default?: Wasmoon }) => {
+    const wasm = await (m.LuaWasm ?? (m.default as Wasmoon).LuaWasm).initialize().catch((error: unknown) => {
+      if (typeof require !== "function" || !/experimental-vm-modules/.test(String(error))) throw error;
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- jest runs CommonJS in a vm without the import() wasmoon's loader uses; Node's own loader has it
+      const node = require("node:module") as unknown as { _load(path: string, parent: null, main: false): Wasmoon };
+      return node._load(require.resolve("wasmoon"), null, false).LuaWasm.initialize();
+    });
+    loaded = new Lua(wasm.module as unknown as LuaC);
+    return wasm;
+  }, (cause: unknown) => {
+    failure = new Error(INSTALL, { cause });
+    throw failure;
+  });
   return loading.then(() => undefined);
 }
 
