@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MemoryRedis, VirtualClock } from "../../src/testing/index.js";
+import { MemoryRedis, MemoryRedisServer, VirtualClock } from "../../src/testing/index.js";
+import { setScriptBudget } from "../../src/testing/redis/scripting.js";
 
 describe("MemoryRedis commands", () => {
   it("expires keys lazily on the injected clock: alive at its instant, gone one ms later", async () => {
@@ -78,6 +79,20 @@ describe("MemoryRedis commands", () => {
     assert.equal(await redis.evalsha(sha, [], []), 1);
     await redis.command(["SCRIPT", "FLUSH"]);
     await assert.rejects(redis.evalsha(sha, [], []), /^ReplyError: NOSCRIPT No matching script\. Please use EVAL\./);
+  });
+
+  it("stops a script that runs away, even one that catches errors, and the server goes on", async () => {
+    await MemoryRedisServer.ready();
+    setScriptBudget(5);
+    try {
+      const redis = new MemoryRedis();
+      for (const loop of ["while true do end", "while true do pcall(function() while true do end end) end"]) {
+        await assert.rejects(redis.eval(loop, [], []), /ERR MemoryRedis stopped a script that ran too long/, loop);
+      }
+      assert.equal(await redis.eval("local n = 0 for i = 1, 1000 do n = n + i end return n", [], []), 500500);
+    } finally {
+      setScriptBudget(2_000);
+    }
   });
 
   it("carries UTF-8 text through as bytes, as a socket would", async () => {
