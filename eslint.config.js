@@ -25,4 +25,10 @@ export default tseslint.config(
     files: ["**/*.mjs", "**/*.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly", clearTimeout: "readonly", performance: "readonly", Buffer: "readonly", AbortController: "readonly", setInterval: "readonly", clearInterval: "readonly" } },
   },
+  // A jest test file, written as a CommonJS user writes one (test/runners).
+  {
+    files: ["**/*.jest.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", jest: "readonly", beforeEach: "readonly", test: "readonly", expect: "readonly" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
 );

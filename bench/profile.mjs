@@ -89,7 +89,7 @@ export async function main(argv) {
   }
   const root = fileURLToPath(new URL("../", import.meta.url));
   try {
-    readFileSync(path.join(root, "dist/index.js.map"));
+    readFileSync(path.join(root, "dist/index.js"));
   } catch {
     console.error("dist/ is missing: run `npm run build` first (`npm run bench` does it for you).");
     return 2;

@@ -1,6 +1,11 @@
-// Builds the package: an ESM and a CommonJS bundle of src/index.ts and of src/testing/index.ts
-// (surelock/testing), the CLI, and type declarations for both (the CJS ones under dist/cjs,
-// whose package.json says "commonjs").
+// Builds the package: an ESM and a CommonJS bundle of src/index.ts, of src/testing/index.ts
+// (surelock/testing) and of src/adapter-kit/index.ts (surelock/adapter-kit), the CLI, and type
+// declarations for all (the CJS ones under dist/cjs, whose package.json says "commonjs").
+//
+// surelock/testing and surelock/adapter-kit import the main entry (and testing the kit) as the
+// built files beside them, never a copy: one library at run time, so `instanceof` and shared
+// state hold across entries. No source maps: the bundles are not minified, and maps would point
+// at src/, which the package does not ship.
 //
 // The library bundles keep every package external: the library imports no Redis client, it
 // uses the one it is given. The CLI is the one place that needs a client of its own, so its
@@ -9,12 +14,33 @@
 // dist/cli/bundled.json lists the packages in that bundle (THIRD_PARTY_NOTICES.md is made from it).
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { build } from "esbuild";
 import { bundledPackages } from "./bundled-packages.mjs";
 
 rmSync("dist", { recursive: true, force: true });
-const common = { bundle: true, platform: "node", target: "node20", sourcemap: true };
+const common = { bundle: true, platform: "node", target: "node20" };
 const library = { ...common, packages: "external" };
+
+/** Resolves imports of these sources to the built entry files beside the bundle (".js" or ".cjs"). */
+const entriesOutside = (extension, entries) => ({
+  name: "entries-outside",
+  setup(b) {
+    b.onResolve({ filter: /\/index\.js$/ }, (args) => {
+      const target = resolve(args.resolveDir, args.path).replace(/\.js$/, ".ts");
+      const entry = entries[target];
+      return entry ? { path: `./${entry}${extension}`, external: true } : undefined;
+    });
+  },
+});
+const main = { [resolve("src/index.ts")]: "index" };
+const kit = { [resolve("src/adapter-kit/index.ts")]: "adapter-kit" };
+const sideEntry = (name, source, outside) => [
+  build({ ...library, entryPoints: [source], format: "esm", outfile: `dist/${name}.js`, plugins: [entriesOutside(".js", outside)] }),
+  // CommonJS loads wasmoon with require(): an import() in a CommonJS file fails under jest's module system.
+  build({ ...library, entryPoints: [source], format: "cjs", outfile: `dist/cjs/${name}.cjs`, plugins: [entriesOutside(".cjs", outside)],
+    supported: { "dynamic-import": false } }),
+];
 // ioredis is CommonJS and calls require() for Node's built-ins; an ESM bundle has no require of
 // its own, so the banner makes one (esbuild leaves such calls to a `require` in scope).
 const cliBanner = [
@@ -23,11 +49,7 @@ const cliBanner = [
   "const require = __surelockCreateRequire(import.meta.url);",
 ].join("\n");
 
-const [, , , , cli] = await Promise.all([
-  build({ ...library, entryPoints: ["src/index.ts"], format: "esm", outfile: "dist/index.js" }),
-  build({ ...library, entryPoints: ["src/index.ts"], format: "cjs", outfile: "dist/cjs/index.cjs" }),
-  build({ ...library, entryPoints: ["src/testing/index.ts"], format: "esm", outfile: "dist/testing.js" }),
-  build({ ...library, entryPoints: ["src/testing/index.ts"], format: "cjs", outfile: "dist/cjs/testing.cjs" }),
+const [cli] = await Promise.all([
   build({
     ...common,
     entryPoints: ["src/cli/main.ts"],
@@ -37,9 +59,11 @@ const [, , , , cli] = await Promise.all([
     metafile: true,
     // debug (under ioredis) tries it inside a try/catch for colours; leave it out of the bundle.
     external: ["supports-color"],
-    // Third-party sources stay out of the map: it is for reading surelock's own stack traces.
-    sourcesContent: false,
   }),
+  build({ ...library, entryPoints: ["src/index.ts"], format: "esm", outfile: "dist/index.js" }),
+  build({ ...library, entryPoints: ["src/index.ts"], format: "cjs", outfile: "dist/cjs/index.cjs" }),
+  ...sideEntry("testing", "src/testing/index.ts", { ...main, ...kit }),
+  ...sideEntry("adapter-kit", "src/adapter-kit/index.ts", main),
 ]);
 writeFileSync("dist/cli/bundled.json", `${JSON.stringify(bundledPackages(cli.metafile), null, 2)}\n`);
 

@@ -1,7 +1,7 @@
 // Builds src/scripts/lua.generated.ts from src/scripts/*.lua: each script's final text (its
-// `--@include lib/…` lines replaced by those files less the helpers it never calls, and its
-// declared KEYS and ARGV bound to locals), its SHA1, and the names of its KEYS and ARGV in
-// order. The header lines
+// `--@include lib/…` lines replaced by those files less the helpers it never calls, its declared
+// KEYS and ARGV bound to locals, its comments removed), its SHA1, and the names of its KEYS and
+// ARGV in order. The header lines
 //   -- KEYS: lock, queue, tickets        (or `...keys` for a variable list)
 //   -- ARGV: owner, hold, ...rest
 // are the one place a script's calling convention is written: the typed bindings in
@@ -87,6 +87,14 @@ function code(lines) {
   return lines.map((l) => l.replace(/--.*$/, "")).join("\n");
 }
 
+/**
+ * The code as Redis runs it: comments and blank lines removed (they are for readers of the .lua
+ * files, and would be carried in every bundle and sent with every EVAL). Our strings hold no "--".
+ */
+function strip(lua) {
+  return code(lua.split("\n")).split("\n").map((l) => l.trimEnd()).filter((l) => l !== "").join("\n");
+}
+
 function bind(names, table) {
   if (names.length === 0) return "";
   return `local ${names.join(", ")} = ${names.map((_, i) => `${table}[${i + 1}]`).join(", ")}\n`;
@@ -104,12 +112,12 @@ const entries = readdirSync(dir)
     const bodyAt = lines.findIndex((l) => !l.startsWith("--") || l.startsWith("--@include"));
     const header = lines.slice(0, bodyAt).join("\n");
     const body = lines.slice(bodyAt).join("\n");
-    const lua = shake(`${header}\n${bind(keys.names, "KEYS")}${bind(args.names, "ARGV")}${expand(body, file)}`, file);
+    const lua = strip(shake(`${header}\n${bind(keys.names, "KEYS")}${bind(args.names, "ARGV")}${expand(body, file)}`, file));
     const name = file.slice(0, -4).replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     const sha = createHash("sha1").update(lua).digest("hex");
     return `  ${name}: {\n    name: ${JSON.stringify(file.slice(0, -4))},\n    sha: "${sha}",\n` +
       `    keys: ${JSON.stringify(keys.names)},\n    restKeys: ${keys.rest},\n` +
-      `    args: ${JSON.stringify(args.names)},\n    restArgs: ${args.rest},\n    lua: ${JSON.stringify(lua)},\n  },`;
+      `    args: ${JSON.stringify(args.names)},\n    restArgs: ${args.rest},\n    lua: ${JSON.stringify(lua)} as string,\n  },`;
   });
 
 writeFileSync(

@@ -2,8 +2,8 @@
 // (eslint.config.js spreads `layerRules()`; CONTRIBUTING.md explains the layers).
 //
 // The library is one chain of layers: a file may import its own layer and every layer below it,
-// never one above. Two parts stand beside the chain: surelock/testing (src/testing) and the command
-// line (src/cli), each with a short list of what it may import. The rule is ESLint's own
+// never one above. Three parts stand beside the chain: surelock/testing (src/testing), the adapter kit
+// (src/adapter-kit) and the command line (src/cli), each with a short list of what it may import. The rule is ESLint's own
 // no-restricted-imports, one regex per place a file may not reach, written relative to its folder.
 import { readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -30,7 +30,13 @@ export const SIDES = [
   {
     name: "testing",
     members: ["src/testing/"],
-    // The adapter contract it implements, and what users get.
+    // The adapter contract it implements, what users get, and the adapter kit it re-exports.
+    may: ["src/adapters/types.ts", "src/index.ts", "src/adapter-kit/index.ts"],
+  },
+  {
+    name: "adapter-kit",
+    members: ["src/adapter-kit/"],
+    // The contract it checks adapters against, and the library it runs over them.
     may: ["src/adapters/types.ts", "src/index.ts"],
   },
   {

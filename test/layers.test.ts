@@ -80,7 +80,15 @@ describe("layer rules", () => {
     assert.deepEqual(await refusals(file, 'import type { RedisAdapter } from "../adapters/types.js";\nexport type A = RedisAdapter;\n'), []);
     assert.deepEqual(await refusals(file, 'import { Surelock } from "../index.js";\nexport const s = Surelock;\n'), []);
     assert.equal((await refusals(file, 'import { Endpoint } from "../adapters/endpoint.js";\nexport const e = Endpoint;\n')).length, 1);
-    assert.equal((await refusals("src/testing/lua/lexer.ts", 'import { KeySpace } from "../../keys.js";\nexport const k = KeySpace;\n')).length, 1);
+    assert.equal((await refusals("src/testing/redis/keyspace.ts", 'import { KeySpace } from "../../keys.js";\nexport const k = KeySpace;\n')).length, 1);
+  });
+
+  it("the adapter kit takes the adapter contract and the public API; the library never imports it", async () => {
+    const file = "src/adapter-kit/verify-adapter.ts";
+    assert.deepEqual(await refusals(file, 'import { Surelock } from "../index.js";\nexport const s = Surelock;\n'), []);
+    assert.equal((await refusals(file, 'import { Endpoint } from "../adapters/endpoint.js";\nexport const e = Endpoint;\n')).length, 1);
+    assert.equal((await refusals(file, 'import { MemoryRedis } from "../testing/index.js";\nexport const m = MemoryRedis;\n')).length, 1);
+    assert.equal((await refusals("src/index.ts", 'export { verifyAdapter } from "./adapter-kit/index.js";\n')).length, 1);
   });
 
   it("the CLI takes the public API and its named internals, nothing else", async () => {

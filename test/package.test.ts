@@ -30,6 +30,22 @@ describe("the built package", () => {
     }
   });
 
+  it("surelock/adapter-kit resolves for import and require alike, with types, and is the very kit surelock/testing re-exports", () => {
+    const names = "Object.keys(m).sort().join(',')";
+    const esm = run(`const m = await import('surelock/adapter-kit'); console.log(${names})`, "module");
+    assert.equal(esm, run(`const m = require('surelock/adapter-kit'); console.log(${names})`, "commonjs"));
+    assert.deepEqual(esm.trim().split(","), ["AdapterVerificationError", "verifyAdapter"]);
+    const kit = pkg.exports["./adapter-kit"] as { import: { types: string }; require: { types: string } };
+    for (const file of [kit.import.types, kit.require.types]) assert.match(readFileSync(file, "utf8"), /verifyAdapter/);
+    for (const type of ["module", "commonjs"] as const) {
+      const load = (entry: string): string => (type === "module" ? `await import('${entry}')` : `require('${entry}')`);
+      const same = run(`const kit = ${load("surelock/adapter-kit")}, testing = ${load("surelock/testing")}, main = ${load("surelock")};` +
+        "const e = new kit.AdapterVerificationError({ adapter: 'x', keyPrefix: undefined, ok: false, checks: [] });" +
+        "console.log(kit.verifyAdapter === testing.verifyAdapter, e instanceof main.SurelockError)", type);
+      assert.equal(same.trim(), "true true", `${type}: one kit, one library`);
+    }
+  });
+
   it("surelock/testing resolves for import and require alike, with types, and runs the library on MemoryRedis", () => {
     const names = "Object.keys(m).sort().join(',')";
     const esm = run(`const m = await import('surelock/testing'); console.log(${names})`, "module");
@@ -115,23 +131,63 @@ describe("npm pack of a fresh checkout", () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  /** Writes a file of the scratch project and runs it with node. */
+  const writeRun = (file: string, lines: string[]) => {
+    writeFileSync(join(scratch, file), lines.join("\n"));
+    return runOk(process.execPath, [file], { cwd: scratch, env: { PATH }, timeoutMs: RUN_MS });
+  };
+
   /** Runs a file of the scratch project with node, REDIS_URL set. */
   const node = (file: string, ...args: string[]) =>
     runOk(process.execPath, [file, ...args], { cwd: scratch, env: { PATH, REDIS_URL: server.url, REPO_PACKAGE_JSON: join(ROOT, "package.json") }, timeoutMs: RUN_MS });
 
   it("the tarball carries the built library, the CLI, the declarations and the notices, not the tests", () => {
-    for (const file of ["dist/index.js", "dist/cjs/index.cjs", "dist/cjs/package.json", "dist/cli/main.js", "dist/types/index.d.ts", "dist/cjs/index.d.ts", "THIRD_PARTY_NOTICES.md", "README.md", "package.json"]) {
+    for (const file of ["dist/index.js", "dist/cjs/index.cjs", "dist/cjs/package.json", "dist/cli/main.js", "dist/types/index.d.ts", "dist/cjs/index.d.ts",
+      "dist/testing.js", "dist/cjs/testing.cjs", "dist/adapter-kit.js", "dist/cjs/adapter-kit.cjs", "dist/types/adapter-kit/index.d.ts",
+      "dist/cjs/adapter-kit/index.d.ts", "THIRD_PARTY_NOTICES.md", "README.md", "package.json"]) {
       assert.ok(packed.includes(file), `${file} is in the tarball`);
     }
-    assert.deepEqual(packed.filter((f) => f.startsWith("test/") || f.startsWith("node_modules/")), []);
+    // What users run and read: no tests, no sources, no source maps pointing at sources it does not ship.
+    assert.deepEqual(packed.filter((f) => /^(test|src|node_modules)\//.test(f) || f.endsWith(".map")), []);
   });
 
-  it("the package has no dependencies, and the scratch project has no ioredis", async () => {
+  it("the package has no dependencies (wasmoon is an optional peer, of surelock/testing only), and the scratch project has no ioredis", async () => {
     const manifest = JSON.parse(readFileSync(join(scratch, "node_modules", "surelock", "package.json"), "utf8")) as Record<string, unknown>;
     assert.equal(manifest.dependencies, undefined);
-    assert.equal(manifest.peerDependencies, undefined);
-    const r = await runProcess(process.execPath, ["-e", "require.resolve('ioredis')"], { cwd: scratch, timeoutMs: RUN_MS });
-    assert.notEqual(r.code, 0, "ioredis cannot be resolved from the scratch project");
+    assert.deepEqual(Object.keys(manifest.peerDependencies as object), ["wasmoon"]);
+    assert.deepEqual(manifest.peerDependenciesMeta, { wasmoon: { optional: true } });
+    for (const name of ["ioredis", "wasmoon"]) {
+      const r = await runProcess(process.execPath, ["-e", `require.resolve('${name}')`], { cwd: scratch, timeoutMs: RUN_MS });
+      assert.notEqual(r.code, 0, `${name} cannot be resolved from the scratch project`);
+    }
+  });
+
+  it("surelock/testing without wasmoon says to install it; with it, runs the library on MemoryRedis from ESM and CommonJS", async () => {
+    const withoutIt = writeRun("nolua.cjs", [
+      'const { Surelock } = require("surelock"); const { MemoryRedis } = require("surelock/testing");',
+      'new Surelock({ redis: new MemoryRedis() }).mutex("k").acquire().then(() => console.log("acquired"), (e) => console.log(String(e.cause?.message ?? e.message)));',
+    ]);
+    assert.match((await withoutIt).stdout, /npm install --save-dev wasmoon/);
+    const locked = (JSON.parse(readFileSync(join(ROOT, "node_modules", "wasmoon", "package.json"), "utf8")) as { version: string }).version;
+    await runOk("npm", ["install", "--offline", "--no-audit", "--no-fund", `wasmoon@${locked}`], { cwd: scratch, env: { PATH }, timeoutMs: NPM_MS });
+    const esm = await writeRun("testing.mjs", [
+      'import { Surelock, LockLostError } from "surelock";',
+      'import { MemoryRedis } from "surelock/testing";',
+      "const redis = new MemoryRedis();",
+      "const locks = new Surelock({ redis });",
+      'const lease = await locks.mutex("k").acquire();',
+      'await redis.del("surelock:{k}:lock");',
+      "const lost = await lease.release().catch((e) => e instanceof LockLostError);",
+      'console.log(lease.fencingToken > 0n, lost, await redis.eval("return ARGV[1]", 0, "lua"));',
+      "await locks.close();",
+    ]);
+    assert.equal(esm.stdout.trim(), "true true lua");
+    const cjs = await writeRun("testing.cjs", [
+      'const { Surelock } = require("surelock"); const { MemoryRedis } = require("surelock/testing");',
+      'const locks = new Surelock({ redis: new MemoryRedis() });',
+      'locks.withLock("k", (lease) => lease.fencingToken).then(async (t) => { console.log(t > 0n); await locks.close(); });',
+    ]);
+    assert.equal(cjs.stdout.trim(), "true");
   });
 
   it("the library entry points import no Redis client (nothing but node: built-ins)", () => {
@@ -185,12 +241,21 @@ describe("npm pack of a fresh checkout", () => {
   it("the declarations type-check from ESM and CommonJS under NodeNext, without ioredis or skipLibCheck", async () => {
     writeFileSync(join(scratch, "types.mts"), [
       'import { Surelock, LockLostError, type Lease, type RedisAdapter } from "surelock";',
+      'import { MemoryRedis, VirtualClock, type IoredisCommands } from "surelock/testing";',
+      'import { verifyAdapter, type AdapterReport } from "surelock/adapter-kit";',
+      "export const double = (): Surelock => new Surelock({ redis: new MemoryRedis({ clock: new VirtualClock() }) });",
+      "export const data = (client: IoredisCommands): Promise<string | null> => client.get(\"k\");",
+      "export const check = (redis: RedisAdapter): Promise<AdapterReport> => verifyAdapter(redis);",
       "export const token = (lease: Lease): bigint => lease.fencingToken;",
       "export const make = (redis: RedisAdapter): Surelock => new Surelock({ redis });",
       'export const lost = (e: unknown): boolean => e instanceof LockLostError && e.reason === "taken";',
     ].join("\n"));
     writeFileSync(join(scratch, "types.cts"), [
       'import surelock = require("surelock");',
+      'import testing = require("surelock/testing");',
+      'import kit = require("surelock/adapter-kit");',
+      "export const double = (): surelock.Surelock => new surelock.Surelock({ redis: new testing.MemoryRedis() });",
+      "export const check = (redis: surelock.RedisAdapter): Promise<kit.AdapterReport> => kit.verifyAdapter(redis);",
       "export const token = (lease: surelock.Lease): bigint => lease.fencingToken;",
       "export const make = (redis: surelock.RedisAdapter): surelock.Surelock => new surelock.Surelock({ redis });",
     ].join("\n"));

@@ -3,23 +3,26 @@
  * across the process, so a virtual clock can wait until the in-memory "network" is quiet
  * before it moves time on. Deliveries go through `deliverLater`, one event-loop turn later, as
  * if they had crossed a socket.
+ *
+ * The turn is Node's own setImmediate, taken from node:timers when this module loads: the fake
+ * timers of test runners (`vi.useFakeTimers()`, `jest.useFakeTimers()`, node:test's mock.timers)
+ * replace the global one, and a reply must arrive all the same, as a socket's would.
  */
+import * as timers from "node:timers";
+
+const nextTurn: (fn: () => void) => unknown = timers.setImmediate;
 
 let inFlight = 0;
 
 /** Runs `fn` on a later event-loop turn (setImmediate), counted as in flight until it ran. */
 export function deliverLater(fn: () => void): void {
   inFlight++;
-  setImmediate(() => {
+  nextTurn(() => {
     inFlight--;
     fn();
   });
 }
 
-/** Deliveries scheduled and not yet run. */
-export const pendingDeliveries = (): number => inFlight;
-
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Resolves once no delivery is pending and two event-loop turns in a row started none (so the
@@ -28,7 +31,7 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 export async function settle(maxTurns = 100_000): Promise<void> {
   let quiet = 0;
   for (let i = 0; i < maxTurns; i++) {
-    await turn();
+    await new Promise<void>((resolve) => nextTurn(resolve));
     quiet = inFlight === 0 ? quiet + 1 : 0;
     if (quiet >= 2) return;
   }

@@ -1,16 +1,4 @@
-/**
- * Fault hooks of MemoryRedis. A test sets one interceptor per connection; it sees every command
- * before it runs and may answer with a fault:
- *
- * - `{ kind: "gate", gate, stage }`: hold the command until `gate.open()`, either before it runs
- *   (`"execution"`) or after it ran, holding its reply (`"reply"`). Commands behind it on the same
- *   connection wait too, as on a socket.
- * - `{ kind: "drop-reply", then }`: run it, lose the reply; the caller's promise rejects with a
- *   connection reset (`"reset"`) or never settles (`"hang"`).
- * - `{ kind: "replay" }`: run it twice (a resend after a lost reply, or a duplicated packet); the
- *   caller gets the second reply, as a client that resent it would.
- * - `{ kind: "fail" }`: do not run it; the caller's promise rejects with a connection error.
- */
+/** Fault hooks of MemoryRedis: a Gate, and the faults an Interceptor may answer a command with. */
 
 /** One command as the interceptor sees it. */
 export interface CommandCall {
@@ -37,14 +25,11 @@ export class Gate {
     this.reached = new Promise((resolve) => { this.#notifyReached = resolve; });
   }
 
-  get isOpen(): boolean {
-    return this.#isOpen;
-  }
+  /** Whether `open()` was called. */
+  get isOpen(): boolean { return this.#isOpen; }
 
   /** Commands that arrived so far. */
-  get arrivals(): readonly CommandCall[] {
-    return this.#arrivals;
-  }
+  get arrivals(): readonly CommandCall[] { return this.#arrivals; }
 
   /** Lets every held command (and every later one) through. */
   open(): void {
@@ -64,6 +49,19 @@ export class Gate {
   }
 }
 
+/**
+ * What an Interceptor may answer a command with (a test sets one per connection; it sees every
+ * command before it runs):
+ *
+ * - `{ kind: "gate", gate, stage }`: hold the command until `gate.open()`, either before it runs
+ *   (`"execution"`) or after it ran, holding its reply (`"reply"`). Commands behind it on the same
+ *   connection wait too, as on a socket.
+ * - `{ kind: "drop-reply", then }`: run it, lose the reply; the caller's promise rejects with a
+ *   connection reset (`"reset"`) or never settles (`"hang"`).
+ * - `{ kind: "replay" }`: run it twice (a resend after a lost reply, or a duplicated packet); the
+ *   caller gets the second reply, as a client that resent it would.
+ * - `{ kind: "fail" }`: do not run it; the caller's promise rejects with a connection error.
+ */
 export type Fault =
   | { readonly kind: "gate"; readonly gate: Gate; readonly stage: "execution" | "reply" }
   | { readonly kind: "drop-reply"; readonly then: "reset" | "hang" }

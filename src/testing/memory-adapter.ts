@@ -7,9 +7,10 @@
  */
 import type { RedisAdapter, RedisArg, RedisSubscriber } from "../adapters/types.js";
 import { deliverLater } from "./activity.js";
-import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Fault, type Interceptor } from "./faults.js";
-import { MemoryRedisServer, type MemoryRedisServerOptions, type ServerConnection } from "./memory-redis.js";
-import type { MessageSink } from "./redis/pubsub.js";
+import { flatten, ioredisShaped, type IoredisArg } from "./ioredis-shape.js";
+import { Gate, MemoryConnectionError, MemoryReplyError, type CommandCall, type Interceptor } from "./faults.js";
+import { MemoryRedisServer, type MemoryRedisServerOptions, type MessageSink, type ServerConnection } from "./memory-redis.js";
+import { loadLua, luaLoaded } from "./redis/lua-runtime.js";
 import { ErrorReply, StatusReply, type Reply } from "./redis/reply.js";
 import { sha1hex } from "./redis/scripting.js";
 
@@ -32,10 +33,23 @@ function toJs(reply: Reply): unknown {
   return reply;
 }
 
-let servers = 0;
+/** EVAL's arguments after the script, from either calling convention. */
+const scriptArgs = (keys: number | string | readonly string[], rest: readonly IoredisArg[]): RedisArg[] =>
+  Array.isArray(keys) ? [keys.length, ...keys, ...flatten(rest)] : [keys as number | string, ...flatten(rest)];
 
-export class MemoryRedis implements RedisAdapter {
+let servers = 0;
+/** Commands that may run a script: they wait for the Lua runtime to load. */
+const SCRIPTING = new Set(["EVAL", "EVALSHA", "SCRIPT"]);
+
+/**
+ * One connection to an in-memory Redis: a `RedisAdapter` for `new Surelock({ redis })`, and the
+ * ioredis-shaped methods (`get`, `set`, `hgetall`, `eval(script, numKeys, ...)`, …) an app's own
+ * code calls on its client.
+ */
+export class MemoryRedis extends ioredisShaped() implements RedisAdapter {
+  /** The adapter's name in surelock's messages. */
   readonly name: string;
+  /** Always false: one in-memory node. */
   readonly cluster = false;
   /** The in-memory server this connection talks to. */
   readonly server: MemoryRedisServer;
@@ -49,6 +63,7 @@ export class MemoryRedis implements RedisAdapter {
   #messageLoss: ((channel: string, message: string) => boolean)[] = [];
 
   constructor(options: MemoryRedisOptions = {}, server?: MemoryRedisServer) {
+    super();
     this.server = server ?? new MemoryRedisServer(options);
     this.name = options.name ?? `memory-${server ? servers : ++servers}`;
     this.#connection = this.server.connect();
@@ -64,12 +79,18 @@ export class MemoryRedis implements RedisAdapter {
     return this.#connection.id;
   }
 
-  evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.command(["EVALSHA", sha, keys.length, ...keys, ...args]);
+  /** EVALSHA, as a RedisAdapter calls it (keys and arguments as arrays) or as ioredis does (`numKeys, ...keysAndArgs`). */
+  evalsha(sha: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number | string, ...keysAndArgs: IoredisArg[]): Promise<unknown>;
+  evalsha(sha: string, keys: number | string | readonly string[], ...rest: IoredisArg[]): Promise<unknown> {
+    return this.command(["EVALSHA", sha, ...scriptArgs(keys, rest)]);
   }
 
-  eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.command(["EVAL", script, keys.length, ...keys, ...args]);
+  /** EVAL, as a RedisAdapter calls it (keys and arguments as arrays) or as ioredis does (`numKeys, ...keysAndArgs`). */
+  eval(script: string, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown>;
+  eval(script: string, numKeys: number | string, ...keysAndArgs: IoredisArg[]): Promise<unknown>;
+  eval(script: string, keys: number | string | readonly string[], ...rest: IoredisArg[]): Promise<unknown> {
+    return this.command(["EVAL", script, ...scriptArgs(keys, rest)]);
   }
 
   /** Sets (or, with undefined, removes) the fault interceptor of this connection. */
@@ -78,7 +99,7 @@ export class MemoryRedis implements RedisAdapter {
   }
 
   /** Any command, such as `["HGETALL", key]`. Numbers are sent as their decimal text, as ioredis does. */
-  command(args: readonly RedisArg[]): Promise<unknown> {
+  override command(args: readonly RedisArg[]): Promise<unknown> {
     const argv = args.map((a) => toBytes(String(a)));
     const name = (argv[0] ?? "").toUpperCase();
     const call: CommandCall = {
@@ -91,20 +112,22 @@ export class MemoryRedis implements RedisAdapter {
     return new Promise((resolve, reject) => {
       const before = this.#executed;
       let reply: Reply | undefined;
+      let unloadable: unknown;
       this.#executed = before.then(async () => {
         if (fault?.kind === "gate" && fault.stage === "execution") await fault.gate.pass(call);
         if (fault?.kind === "fail") return;
+        if (!luaLoaded() && SCRIPTING.has(name)) await loadLua().catch((error: unknown) => { unloadable = error; });
+        if (unloadable) return;
         reply = this.server.execute(this.#connection, argv);
         if (fault?.kind === "replay") reply = this.server.execute(this.#connection, argv);
       });
-      const ran = this.#executed;
-      const previousReply = this.#replied;
-      this.#replied = Promise.all([ran, previousReply]).then(async () => {
+      this.#replied = Promise.all([this.#executed, this.#replied]).then(async () => {
         if (fault?.kind === "gate" && fault.stage === "reply") await fault.gate.pass(call);
         if (fault?.kind === "drop-reply" && fault.then === "hang") return;
         const settled = await this.#waitFor(name, argv, reply);
         deliverLater(() => {
-          if (fault?.kind === "fail") reject(new MemoryConnectionError(fault.message ?? `${name} failed: connection lost before it was sent (MemoryRedis fault)`));
+          if (unloadable) reject(unloadable);
+          else if (fault?.kind === "fail") reject(new MemoryConnectionError(fault.message ?? `${name} failed: connection lost before it was sent (MemoryRedis fault)`));
           else if (fault?.kind === "drop-reply") reject(new MemoryConnectionError(`read ECONNRESET: the reply to ${name} was lost (MemoryRedis fault)`));
           else if (settled instanceof ErrorReply) reject(new MemoryReplyError(fromBytes(settled.message)));
           else resolve(toJs(settled as Reply));
@@ -116,8 +139,7 @@ export class MemoryRedis implements RedisAdapter {
   /** WAIT blocks until enough replicas acknowledged, or its timeout (0: forever), like the real one. */
   async #waitFor(name: string, argv: readonly string[], reply: Reply | undefined): Promise<Reply | undefined> {
     if (name !== "WAIT" || typeof reply !== "number") return reply;
-    const wanted = Number(argv[1]);
-    const timeoutMs = Number(argv[2]);
+    const [wanted, timeoutMs] = [Number(argv[1]), Number(argv[2])];
     if (reply >= wanted) return reply;
     if (timeoutMs === 0) return new Promise<never>(() => {});
     await new Promise<void>((resolve) => this.server.setTimer(resolve, timeoutMs));
@@ -125,7 +147,7 @@ export class MemoryRedis implements RedisAdapter {
   }
 
   async createSubscriber(): Promise<RedisSubscriber> {
-    const subscriber = new MemorySubscriber(this.server, this.#subscribers, (channel, message) => this.#loses(channel, message));
+    const subscriber = new MemorySubscriber(this.server, () => this.#subscribers.delete(subscriber), (channel, message) => this.#loses(channel, message));
     this.#subscribers.add(subscriber);
     return subscriber;
   }
@@ -155,7 +177,7 @@ export class MemoryRedis implements RedisAdapter {
 /** A subscriber connection: messages arrive one turn after PUBLISH, in publish order. */
 class MemorySubscriber implements RedisSubscriber, MessageSink {
   readonly #server: MemoryRedisServer;
-  readonly #registry: Set<MemorySubscriber>;
+  readonly #closing: () => void;
   readonly #loses: (channel: string, message: string) => boolean;
   readonly #channels = new Set<string>();
   #onMessage: (channel: string, message: string) => void = () => {};
@@ -163,9 +185,9 @@ class MemorySubscriber implements RedisSubscriber, MessageSink {
   #connected = true;
   #closed = false;
 
-  constructor(server: MemoryRedisServer, registry: Set<MemorySubscriber>, loses: (channel: string, message: string) => boolean) {
+  constructor(server: MemoryRedisServer, closing: () => void, loses: (channel: string, message: string) => boolean) {
     this.#server = server;
-    this.#registry = registry;
+    this.#closing = closing;
     this.#loses = loses;
   }
 
@@ -183,20 +205,16 @@ class MemorySubscriber implements RedisSubscriber, MessageSink {
     });
   }
 
-  onMessage(handler: (channel: string, message: string) => void): void {
-    this.#onMessage = handler;
-  }
+  onMessage(handler: (channel: string, message: string) => void): void { this.#onMessage = handler; }
 
-  onReconnect(handler: () => void): void {
-    this.#onReconnect = handler;
-  }
+  onReconnect(handler: () => void): void { this.#onReconnect = handler; }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const channel of this.#channels) this.#server.unsubscribe(this, toBytes(channel), false);
     this.#channels.clear();
-    this.#registry.delete(this);
+    this.#closing();
   }
 
   deliver(channel: string, message: string): void {
@@ -231,5 +249,3 @@ class MemorySubscriber implements RedisSubscriber, MessageSink {
   }
 }
 
-export type { Fault, Interceptor, CommandCall };
-export { Gate };

@@ -1,25 +1,25 @@
 /**
  * The in-memory Redis server: a keyspace with lazy expiry on an injectable clock, a command
- * table with Redis 7 semantics and error messages, MULTI/EXEC per connection, pub/sub fan-out,
- * and Lua scripting through ./redis/scripting.ts. Everything here is synchronous: one command
- * (or one whole script) runs at a time. Making replies asynchronous, and faults, is the job of
- * the adapter (memory-adapter.ts).
+ * table with Redis 7 semantics and error messages, pub/sub fan-out, and Lua scripting through
+ * ./redis/scripting.ts. Everything here is synchronous: one command (or one whole script) runs at
+ * a time. Making replies asynchronous, and faults, is the job of the adapter (memory-adapter.ts).
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { CommandContext, CommandSpec, ConnectionView, ServerView } from "./redis/command.js";
-import { lookupCommand, NOSCRIPT_EXTRA } from "./redis/command-table.js";
+import type { CommandContext, ConnectionView, ServerView } from "./redis/command.js";
+import { infoText, lookupCommand } from "./redis/commands.js";
 import { Keyspace } from "./redis/keyspace.js";
-import { PubSub, type MessageSink } from "./redis/pubsub.js";
-import { CommandError, ErrorReply, OK, QUEUED, type Reply } from "./redis/reply.js";
+import { loadLua } from "./redis/lua-runtime.js";
+import { CommandError, ErrorReply, type Reply } from "./redis/reply.js";
 import { ScriptEngine } from "./redis/scripting.js";
-import { infoText } from "./redis/server-info.js";
 
 /** A source of time in ms. Only differences matter, unless `epochMs` is left to its default. */
 export interface Clock {
+  /** Milliseconds; only differences matter. */
   now(): number;
 }
 
+/** How a new in-memory server behaves. */
 export interface MemoryRedisServerOptions {
   /** Time source for TIME and expiry. Default: `performance.now()`. */
   readonly clock?: Clock;
@@ -36,50 +36,51 @@ export interface MemoryRedisServerOptions {
   readonly config?: Readonly<Record<string, string>>;
 }
 
-const DEFAULT_CONFIG: Record<string, string> = {
-  appendonly: "no",
-  appendfsync: "everysec",
-  save: "",
-  maxmemory: "0",
-  "maxmemory-policy": "noeviction",
-  "min-replicas-to-write": "0",
-  "min-replicas-max-lag": "10",
-  "lua-time-limit": "5000",
-  "busy-reply-threshold": "5000",
-  "notify-keyspace-events": "",
-  port: "6379",
-  databases: "16",
-};
+// Start loading the Lua runtime now: the first script of a process then rarely waits for it.
+loadLua().catch(() => {});
+const DEFAULT_CONFIG = { appendonly: "no", save: "", maxmemory: "0", "maxmemory-policy": "noeviction", "min-replicas-to-write": "0" };
+/** Commands only a subscriber connection (the adapter's createSubscriber) sends. */
+const SUBSCRIBER_ONLY = /^(p|s)?(un)?subscribe$/;
+
+/** Who receives published messages: the adapter's subscriber connections. */
+export interface MessageSink {
+  deliver(channel: string, message: string): void;
+}
 
 /** A client connection's state on the server. */
 export class ServerConnection implements ConnectionView {
+  /** The server's client id of this connection. */
   readonly id: number;
-  name: string | undefined;
-  /** Commands queued after MULTI; undefined outside a transaction. */
-  queued: string[][] | undefined;
-  /** A command failed to queue: EXEC must refuse. */
-  queueFailed = false;
 
   constructor(id: number) {
     this.id = id;
   }
 }
 
+/** The in-memory server behind one or more `MemoryRedis` connections. */
 export class MemoryRedisServer {
+  /** What INFO reports as redis_version. */
   readonly version: string;
   readonly #clock: Clock;
   readonly #epochMs: number;
   readonly #keyspace: Keyspace;
   readonly #scripts: ScriptEngine;
   readonly #view: ServerView;
-  readonly #pubsub = new PubSub();
-  readonly #config: Map<string, string>;
+  /** Receivers by channel; SPUBLISH's channels ("s" before the name) are apart from PUBLISH's ("c"), as in Redis. */
+  readonly #channels = new Map<string, Set<MessageSink>>();
   readonly #startedUs: number;
-  readonly #runId = randomBytes(20).toString("hex");
   #nextClientId = 1;
   /** The instant a running script started (no key expires for it after that). */
   #scriptNow: number | undefined;
-  #commandsProcessed = 0;
+
+  /**
+   * Resolves once scripts can run (wasmoon, the Lua in WebAssembly, is loaded: once per process).
+   * MemoryRedis waits for it by itself; call it before running scripts through `execute`.
+   * Rejects, saying how to install it, when wasmoon is not installed.
+   */
+  static ready(): Promise<void> {
+    return loadLua();
+  }
 
   constructor(options: MemoryRedisServerOptions = {}) {
     this.#clock = options.clock ?? { now: () => performance.now() };
@@ -87,27 +88,35 @@ export class MemoryRedisServer {
     this.version = options.version ?? "7.2.0";
     const [major = 0, minor = 0] = this.version.split(".").map(Number);
     const shortestDoubles = major > 7 || (major === 7 && minor >= 2);
-    this.#config = new Map(Object.entries({ ...DEFAULT_CONFIG, ...options.config }));
-    this.#keyspace = new Keyspace(() => this.#expiryNow());
-    this.#scripts = new ScriptEngine({
-      version: this.version,
-      shortestDoubles,
-      dispatch: (ctx, argv) => this.#dispatch(ctx.conn as ServerConnection, argv, true),
-    });
+    const config = new Map(Object.entries({ ...DEFAULT_CONFIG, ...options.config }));
+    this.#keyspace = new Keyspace(() => this.#scriptNow ?? this.nowMs());
+    this.#scripts = new ScriptEngine({ version: this.version, shortestDoubles, dispatch: (ctx, argv) => this.#dispatch(ctx.conn, argv, true) });
     const replicas = options.replicas ?? 0;
+    const runId = randomBytes(20).toString("hex");
     this.#startedUs = this.timeUs();
     this.#view = {
-      version: this.version,
-      shortestDoubles,
-      config: this.#config,
-      replicas,
+      version: this.version, shortestDoubles, config, replicas,
       timeUs: () => this.timeUs(),
-      info: (sections) => this.#info(sections, replicas),
-      publish: (channel, message, sharded) => this.#pubsub.publish(channel, message, sharded),
+      info: (sections) => infoText(sections, {
+        version: this.version, runId, timeUs: this.timeUs(), uptimeS: Math.floor((this.timeUs() - this.#startedUs) / 1e6), keys: this.#keyspace.size, replicas,
+      }, config),
+      publish: (channel, message, sharded) => {
+        const sinks = this.#channels.get(`${sharded ? "s" : "c"}${channel}`) ?? new Set();
+        for (const sink of sinks) sink.deliver(channel, message);
+        return sinks.size;
+      },
       loadScript: (source) => this.#scripts.load(source),
       scriptExists: (sha) => this.#scripts.exists(sha),
       flushScripts: () => this.#scripts.flush(),
-      evalScript: (ctx, source, sha, keys, args) => this.#eval(ctx, source, sha, keys, args),
+      evalScript: (ctx, source, sha, keys, args) => {
+        // As Redis 7 does, a running script sees no key expire after it started.
+        this.#scriptNow = this.nowMs();
+        try {
+          return this.#scripts.eval(ctx, source, sha, keys, args);
+        } finally {
+          this.#scriptNow = undefined;
+        }
+      },
     };
   }
 
@@ -119,11 +128,6 @@ export class MemoryRedisServer {
   /** Whole ms since the epoch: what TTLs count from and new expiries are set from. */
   nowMs(): number {
     return Math.floor(this.timeUs() / 1000);
-  }
-
-  /** The instant keys expire against: as Redis 7 does, a running script sees none expire after it started. */
-  #expiryNow(): number {
-    return this.#scriptNow ?? this.nowMs();
   }
 
   /** Runs `fn` after `ms` on the server's clock: its own timers when it has them (a VirtualClock), else Node's. */
@@ -138,86 +142,37 @@ export class MemoryRedisServer {
     return new ServerConnection(this.#nextClientId++);
   }
 
-  /** Runs one command from a client (MULTI queueing included) and returns its reply. */
+  /** Runs one command from a client and returns its reply (a script needs `ready()` to have resolved). */
   execute(conn: ServerConnection, argv: readonly string[]): Reply {
-    this.#commandsProcessed++;
-    const name = (argv[0] ?? "").toLowerCase();
-    if (name === "multi" || name === "exec" || name === "discard") return this.#transaction(conn, name, argv);
-    if (conn.queued) {
-      const problem = this.#check(argv, false);
-      if (problem) {
-        conn.queueFailed = true;
-        return problem;
-      }
-      conn.queued.push([...argv]);
-      return QUEUED;
-    }
     return this.#dispatch(conn, argv, false);
   }
 
-  /** Adds `sink` to the receivers of `channel` (sharded: SPUBLISH's). */
+  /** Adds `sink` to the receivers of `channel` (sharded: SPUBLISH's, a space of channels apart from PUBLISH's). */
   subscribe(sink: MessageSink, channel: string, sharded: boolean): void {
-    this.#pubsub.subscribe(sink, channel, sharded);
+    const name = `${sharded ? "s" : "c"}${channel}`;
+    this.#channels.set(name, (this.#channels.get(name) ?? new Set()).add(sink));
   }
 
+  /** Removes `sink` from the receivers of `channel`. */
   unsubscribe(sink: MessageSink, channel: string, sharded: boolean): void {
-    this.#pubsub.unsubscribe(sink, channel, sharded);
+    this.#channels.get(`${sharded ? "s" : "c"}${channel}`)?.delete(sink);
   }
 
-  #transaction(conn: ServerConnection, name: string, argv: readonly string[]): Reply {
-    if (argv.length !== 1) return new ErrorReply(`ERR wrong number of arguments for '${name}' command`);
-    if (name === "multi") {
-      if (conn.queued) return new ErrorReply("ERR MULTI calls can not be nested");
-      conn.queued = [];
-      conn.queueFailed = false;
-      return OK;
-    }
-    const queued = conn.queued;
-    if (!queued) return new ErrorReply(`ERR ${name.toUpperCase()} without MULTI`);
-    conn.queued = undefined;
-    if (name === "discard") return OK;
-    if (conn.queueFailed) return new ErrorReply("EXECABORT Transaction discarded because of previous errors.");
-    return queued.map((command) => this.#dispatch(conn, command, false));
-  }
-
-  #check(argv: readonly string[], inScript: boolean): ErrorReply | undefined {
-    const spec = lookupCommand(argv, inScript);
-    return spec instanceof ErrorReply ? spec : undefined;
-  }
-
-  #dispatch(conn: ServerConnection, argv: readonly string[], inScript: boolean): Reply {
+  #dispatch(conn: ConnectionView, argv: readonly string[], inScript: boolean): Reply {
     const name = (argv[0] ?? "").toLowerCase();
-    if (inScript && NOSCRIPT_EXTRA.has(name)) return new ErrorReply("ERR This Redis command is not allowed from script");
-    if (!inScript && NOSCRIPT_EXTRA.has(name)) {
-      // Only subscriber connections subscribe; a command connection is told so.
-      if (name === "multi" || name === "exec" || name === "discard") return this.#transaction(conn, name, argv);
-      return new ErrorReply(`ERR MemoryRedis: ${name.toUpperCase()} is only available on a subscriber connection (createSubscriber)`);
+    if (SUBSCRIBER_ONLY.test(name)) {
+      return new ErrorReply(inScript ? "ERR This Redis command is not allowed from script"
+        : `ERR MemoryRedis: ${name.toUpperCase()} is only available on a subscriber connection (createSubscriber)`);
     }
     const spec = lookupCommand(argv, inScript);
     if (spec instanceof ErrorReply) return spec;
-    if (inScript && spec.flags?.includes("noscript")) return new ErrorReply("ERR This Redis command is not allowed from script");
+    if (inScript && spec.noscript) return new ErrorReply("ERR This Redis command is not allowed from script");
     const ctx: CommandContext = { ks: this.#keyspace, server: this.#view, conn, now: () => this.nowMs(), inScript };
     try {
-      return (spec.run as NonNullable<CommandSpec["run"]>)(ctx, argv);
+      return spec.run?.(ctx, argv) ?? null;
     } catch (error) {
       if (error instanceof CommandError) return error.reply;
       throw error;
     }
-  }
-
-  #eval(ctx: CommandContext, source: string | undefined, sha: string, keys: readonly string[], args: readonly string[]): Reply {
-    this.#scriptNow = this.nowMs();
-    try {
-      return this.#scripts.eval(ctx, source, sha, keys, args);
-    } finally {
-      this.#scriptNow = undefined;
-    }
-  }
-
-  #info(sections: readonly string[], replicas: number): string {
-    return infoText(sections, {
-      version: this.version, runId: this.#runId, timeUs: this.timeUs(), uptimeS: Math.floor((this.timeUs() - this.#startedUs) / 1e6),
-      clients: this.#nextClientId - 1, keys: this.#keyspace.size, commandsProcessed: this.#commandsProcessed, replicas, config: this.#config,
-    });
   }
 }

@@ -23,15 +23,12 @@ export class VirtualTimer {
     this.seq = seq;
     this.fn = fn;
   }
-  ref(): this {
-    return this;
-  }
-  unref(): this {
-    return this;
-  }
-  hasRef(): boolean {
-    return true;
-  }
+  /** As Node's: nothing to do, a virtual timer never keeps the process alive. */
+  ref(): this { return this; }
+  /** As Node's. */
+  unref(): this { return this; }
+  /** As Node's. */
+  hasRef(): boolean { return true; }
 }
 
 export class VirtualClock implements TimerSource {
@@ -45,9 +42,8 @@ export class VirtualClock implements TimerSource {
     this.#now = startMs;
   }
 
-  now(): number {
-    return this.#now;
-  }
+  /** The virtual time, in ms. */
+  now(): number { return this.#now; }
 
   setTimeout(fn: () => void, ms: number): VirtualTimer {
     // Like Node: a negative, NaN or missing delay means "as soon as possible".
@@ -62,14 +58,10 @@ export class VirtualClock implements TimerSource {
   }
 
   /** Timers not yet fired. */
-  get pendingTimers(): number {
-    return this.#timers.size;
-  }
+  get pendingTimers(): number { return this.#timers.size; }
 
   /** When the next timer is due, or undefined. */
-  get nextTimerAt(): number | undefined {
-    return this.#next()?.at;
-  }
+  get nextTimerAt(): number | undefined { return this.#next()?.at; }
 
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way, in order, with the
@@ -107,9 +99,7 @@ export class VirtualClock implements TimerSource {
   }
 
   /** Lets pending in-memory replies and messages arrive without moving time. */
-  settle(): Promise<void> {
-    return settle();
-  }
+  settle(): Promise<void> { return settle(); }
 
   #next(): VirtualTimer | undefined {
     let best: VirtualTimer | undefined;

@@ -1,10 +1,11 @@
 /**
- * MemoryRedis commands that the differential test cannot compare one to one (connection state,
- * pub/sub, SCAN cursors, server information) or that depend on the injected clock.
+ * MemoryRedis commands that the differential test cannot compare one to one (pub/sub, server
+ * information, what the double does not support) or that depend on the injected clock.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MemoryRedis, VirtualClock } from "../../src/testing/index.js";
+import { MemoryRedis, MemoryRedisServer, VirtualClock } from "../../src/testing/index.js";
+import { setScriptBudget } from "../../src/testing/redis/scripting.js";
 
 describe("MemoryRedis commands", () => {
   it("expires keys lazily on the injected clock: alive at its instant, gone one ms later", async () => {
@@ -27,38 +28,15 @@ describe("MemoryRedis commands", () => {
     assert.deepEqual(await redis.command(["TIME"]), ["1800000001", "234500"]);
   });
 
-  it("MULTI queues and EXEC runs in order; a command that cannot be queued aborts EXEC", async () => {
+  it("a command, or an option, the double lacks answers that it is not supported, to a client and to a script alike", async () => {
     const redis = new MemoryRedis();
-    assert.equal(await redis.command(["MULTI"]), "OK");
-    assert.equal(await redis.command(["INCR", "n"]), "QUEUED");
-    assert.equal(await redis.command(["INCR", "n"]), "QUEUED");
-    assert.deepEqual(await redis.command(["EXEC"]), [1, 2]);
-    await redis.command(["MULTI"]);
-    await assert.rejects(redis.command(["GET"]), /wrong number of arguments/);
-    await assert.rejects(redis.command(["EXEC"]), /^ReplyError: EXECABORT/);
-    await assert.rejects(redis.command(["EXEC"]), /EXEC without MULTI/);
-    // Another connection has its own transaction state.
-    await redis.command(["MULTI"]);
-    assert.equal(await redis.duplicate().command(["GET", "n"]), "2");
-    assert.equal(await redis.command(["DISCARD"]), "OK");
-  });
-
-  it("SCAN visits every key that exists throughout, even when keys are deleted between calls", async () => {
-    const redis = new MemoryRedis();
-    for (let i = 0; i < 50; i++) await redis.command(["SET", `k${i}`, i]);
-    await redis.command(["HSET", "h", "f", "v"]);
-    const seen = new Set<string>();
-    let cursor = "0";
-    let calls = 0;
-    do {
-      const [next, keys] = (await redis.command(["SCAN", cursor, "COUNT", 7, "MATCH", "k*"])) as [string, string[]];
-      for (const k of keys) seen.add(k);
-      if (calls++ === 2) for (let i = 40; i < 45; i++) await redis.command(["DEL", `k${i}`]);
-      cursor = next;
-    } while (cursor !== "0");
-    for (let i = 0; i < 50; i++) if (i < 40 || i >= 45) assert.ok(seen.has(`k${i}`), `k${i} not visited`);
-    assert.ok(!seen.has("h"));
-    assert.deepEqual(await redis.command(["SCAN", "0", "TYPE", "hash", "COUNT", 1000]), ["0", ["h"]]);
+    for (const args of [["MULTI"], ["SCAN", 0], ["CLIENT", "ID"], ["XREAD", "STREAMS", "s", 0], ["SET", "k", "v", "PXAT", 1], ["ZADD", "z", "GT", 1, "a"],
+      ["ZRANGE", "z", 0, 1, "REV"], ["LPOS", "l", "a", "RANK", 1], ["PEXPIRE", "k", 10, "NX"], ["XADD", "s", "MAXLEN", 1, "*", "f", "v"], ["NOSUCH"]]) {
+      await assert.rejects(redis.command(args), (e: Error) => /^ERR .* is not supported by MemoryRedis/.test(e.message), args.join(" "));
+    }
+    await assert.rejects(redis.eval("return redis.call('SCAN', 0)", [], []), /'SCAN' is not supported by MemoryRedis/);
+    assert.deepEqual(await redis.eval("return redis.pcall('MULTI')", [], []).catch((e: Error) => e.message), "ERR 'MULTI' is not supported by MemoryRedis " +
+      "(surelock/testing has what surelock's scripts, its fencing guard and docs/testing.md use)");
   });
 
   it("PUBLISH counts subscribers and delivers on a later turn, in order", async () => {
@@ -79,7 +57,7 @@ describe("MemoryRedis commands", () => {
     await assert.rejects(redis.command(["SUBSCRIBE", "c"]), /only available on a subscriber connection/);
   });
 
-  it("answers INFO, CONFIG GET, CLIENT, WAIT and SCRIPT as configured", async () => {
+  it("answers INFO, CONFIG GET, WAIT and SCRIPT as configured", async () => {
     const clock = new VirtualClock();
     const redis = new MemoryRedis({ clock, version: "7.2.4", replicas: 1, config: { appendonly: "yes" } });
     const info = String(await redis.command(["INFO", "server"]));
@@ -87,9 +65,6 @@ describe("MemoryRedis commands", () => {
     assert.match(String(await redis.command(["INFO", "replication"])), /connected_slaves:1/);
     assert.deepEqual(await redis.command(["CONFIG", "GET", "appendonly"]), ["appendonly", "yes"]);
     assert.deepEqual(await redis.command(["CONFIG", "GET", "maxmemory*"]), ["maxmemory", "0", "maxmemory-policy", "noeviction"]);
-    assert.equal(await redis.command(["CLIENT", "SETNAME", "me"]), "OK");
-    assert.equal(await redis.command(["CLIENT", "GETNAME"]), "me");
-    assert.equal(typeof (await redis.command(["CLIENT", "ID"])), "number");
     assert.equal(await redis.command(["WAIT", 1, 100]), 1);
     // Two replicas wanted, one there: WAIT answers 1 after its timeout, on the server's clock.
     let answered: unknown;
@@ -104,6 +79,20 @@ describe("MemoryRedis commands", () => {
     assert.equal(await redis.evalsha(sha, [], []), 1);
     await redis.command(["SCRIPT", "FLUSH"]);
     await assert.rejects(redis.evalsha(sha, [], []), /^ReplyError: NOSCRIPT No matching script\. Please use EVAL\./);
+  });
+
+  it("stops a script that runs away, even one that catches errors, and the server goes on", async () => {
+    await MemoryRedisServer.ready();
+    setScriptBudget(5);
+    try {
+      const redis = new MemoryRedis();
+      for (const loop of ["while true do end", "while true do pcall(function() while true do end end) end"]) {
+        await assert.rejects(redis.eval(loop, [], []), /ERR MemoryRedis stopped a script that ran too long/, loop);
+      }
+      assert.equal(await redis.eval("local n = 0 for i = 1, 1000 do n = n + i end return n", [], []), 500500);
+    } finally {
+      setScriptBudget(2_000);
+    }
   });
 
   it("carries UTF-8 text through as bytes, as a socket would", async () => {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { LockLostError, QuorumError, Surelock } from "../../src/index.js";
-import { Gate, MemoryRedis } from "../../src/testing/index.js";
+import { Gate, MemoryRedis, VirtualClock } from "../../src/testing/index.js";
 import { aborted, startsWaiting, within } from "../helpers/fixtures.js";
 
 describe("surelock on MemoryRedis", () => {
@@ -67,6 +67,31 @@ describe("surelock on MemoryRedis", () => {
     await again.release();
     await (await within(2_000, polling, "the polling waiter")).release();
     await Promise.all([holder.close(), waiter.close()]);
+  });
+
+  it("tokens stay positive and increasing when the server clock reads 0 (epochMs 0 on a virtual clock)", async () => {
+    const clock = new VirtualClock();
+    const redis = new MemoryRedis({ clock, epochMs: 0 });
+    const locks = new Surelock({ redis, clock });
+    const tokensOf = async (take: () => Promise<{ fencingToken: bigint; release(): Promise<void> }>): Promise<bigint[]> => {
+      const tokens: bigint[] = [];
+      for (let i = 0; i < 3; i++) {
+        const lease = await take();
+        tokens.push(lease.fencingToken);
+        await lease.release();
+      }
+      return tokens;
+    };
+    for (const [what, take] of [
+      ["mutex", () => locks.mutex("zero:m").acquire()],
+      ["semaphore", () => locks.semaphore("zero:s", { permits: 2 }).acquire()],
+      ["write side", () => locks.readWriteLock("zero:rw").write().acquire()],
+      ["read side", () => locks.readWriteLock("zero:rw").read().acquire()],
+    ] as const) {
+      const tokens = await tokensOf(take);
+      assert.ok(tokens.every((t, i) => t > 0n && (i === 0 || t > (tokens[i - 1] as bigint))), `${what}: ${tokens.join(", ")}`);
+    }
+    await locks.close();
   });
 
   it("semaphore permits and read-write lock sides", async () => {

@@ -12,7 +12,7 @@ import { IoredisAdapter, type IoredisLike } from "../../src/adapters/ioredis.js"
 import { NodeRedisAdapter, type NodeRedisClusterLike, type NodeRedisLike } from "../../src/adapters/node-redis.js";
 import { NodeRedisClusterAdapter } from "../../src/adapters/node-redis-cluster.js";
 import { InvalidArgumentError, ScriptError, type AcknowledgedReply, type RedisAdapter, type RedisArg, type RedisSubscriber, type ReplicaWait } from "../../src/index.js";
-import { isErrorReply, isNoScript } from "../../src/testing/error-replies.js";
+import { isErrorReply, isNoScript } from "../../src/adapter-kit/error-replies.js";
 import {
   AdapterVerificationError, MemoryRedis, verifyAdapter, type AdapterCheckName, type AdapterReport, type VerifyAdapterOptions,
 } from "../../src/testing/index.js";

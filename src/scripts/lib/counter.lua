@@ -1,11 +1,12 @@
 -- lib/counter.lua: fencing tokens. The counter is field `c` of the lock's own hash. A hash born
 -- anew (first use, or after it expired) starts its counter at the server clock in microseconds,
 -- above every token it issued before (as long as that clock does not step back by more than the
--- counter's retention).
+-- counter's retention). A token is never below 1, whatever the clock reads (a test double's may
+-- read 0).
 local function nextToken(hash)
   local token = redis.call('HINCRBY', hash, 'c', 1)
   if token == 1 then
-    token = nowUs()
+    token = math.max(nowUs(), 1)
     redis.call('HSET', hash, 'c', token)
   end
   return token
@@ -15,5 +16,5 @@ end
 -- back as `c` in its own HSET, saving a command.
 local function tokenAfter(c)
   if c then return tonumber(c) + 1 end
-  return nowUs()
+  return math.max(nowUs(), 1)
 end

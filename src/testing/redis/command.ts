@@ -23,7 +23,6 @@ export interface ServerView {
 /** One client connection's state. */
 export interface ConnectionView {
   readonly id: number;
-  name: string | undefined;
 }
 
 export interface CommandContext {
@@ -36,21 +35,15 @@ export interface CommandContext {
   readonly inScript: boolean;
 }
 
-export type Flag = "write" | "noscript";
-
 export interface CommandSpec {
   /** Lower case; a subcommand's is "container|sub". */
   readonly name: string;
   /** As in COMMAND INFO: n exactly, -n at least n (the command name counts). */
   readonly arity: number;
-  readonly flags?: readonly Flag[];
+  /** Scripts may not run it. */
+  readonly noscript?: boolean;
   readonly run?: (ctx: CommandContext, argv: readonly string[]) => Reply;
   readonly subcommands?: readonly CommandSpec[];
 }
 
-export const command = (
-  name: string,
-  arity: number,
-  run: (ctx: CommandContext, argv: readonly string[]) => Reply,
-  flags: readonly Flag[] = [],
-): CommandSpec => ({ name, arity, run, flags });
+export const command = (name: string, arity: number, run: CommandSpec["run"], noscript = false): CommandSpec => ({ name, arity, run, noscript });

@@ -1,53 +1,17 @@
-/** Redis's glob-style patterns (KEYS, SCAN MATCH, CONFIG GET, PSUBSCRIBE): * ? [set] [^set] [a-z] and \x. */
-
+/** Redis's glob-style patterns (KEYS, SCAN MATCH, CONFIG GET): * ? [set] [^set] [a-z] and \x. */
 export function globMatch(pattern: string, text: string, noCase = false): boolean {
-  const p = noCase ? pattern.toLowerCase() : pattern;
-  const t = noCase ? text.toLowerCase() : text;
-  return matchFrom(p, 0, t, 0);
-}
-
-function matchFrom(p: string, pi: number, t: string, ti: number): boolean {
-  while (pi < p.length) {
-    const c = p.charAt(pi);
-    if (c === "*") {
-      while (p.charAt(pi + 1) === "*") pi++;
-      if (pi + 1 === p.length) return true;
-      for (let k = ti; k <= t.length; k++) if (matchFrom(p, pi + 1, t, k)) return true;
-      return false;
-    }
-    if (ti >= t.length) return false;
-    if (c === "?") { pi++; ti++; continue; }
-    if (c === "[") {
-      const ch = t.charAt(ti);
-      pi++;
-      const negate = p.charAt(pi) === "^";
-      if (negate) pi++;
-      let found = false;
-      // A set runs to the next `]` (or the end of the pattern).
-      while (pi < p.length && p.charAt(pi) !== "]") {
-        if (p.charAt(pi) === "\\" && pi + 1 < p.length) {
-          pi++;
-          if (p.charAt(pi) === ch) found = true;
-        } else if (p.charAt(pi + 1) === "-" && pi + 2 < p.length) {
-          let lo = p.charAt(pi);
-          let hi = p.charAt(pi + 2);
-          if (lo > hi) [lo, hi] = [hi, lo];
-          if (ch >= lo && ch <= hi) found = true;
-          pi += 2;
-        } else if (p.charAt(pi) === ch) {
-          found = true;
-        }
-        pi++;
-      }
-      pi++;
-      if (found === negate) return false;
-      ti++;
-      continue;
-    }
-    if (c === "\\" && pi + 1 < p.length) pi++;
-    if (p.charAt(pi) !== t.charAt(ti)) return false;
-    pi++;
-    ti++;
+  let source = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern.charAt(i);
+    if (c === "*") source += "[\\s\\S]*";
+    else if (c === "?") source += "[\\s\\S]";
+    else if (c === "\\" && i + 1 < pattern.length) source += `\\${pattern.charAt(++i)}`.replace(/^\\([\w\s])$/, "$1");
+    else if (c === "[") {
+      const end = pattern.indexOf("]", i + 1);
+      const set = pattern.slice(i + 1, end < 0 ? undefined : end);
+      source += `[${set.replace(/^\^/, "\u0000").replace(/[\\\]^]/g, "\\$&").replace("\u0000", "^")}]`;
+      i = end < 0 ? pattern.length : end;
+    } else source += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
   }
-  return ti === t.length;
+  return new RegExp(`^${source}$`, noCase ? "i" : "").test(text);
 }

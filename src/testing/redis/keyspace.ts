@@ -5,66 +5,10 @@
  */
 import { ERR, fail } from "./reply.js";
 
-/** A sorted set: scores by member, plus the members in (score, member bytes) order. */
-export class SortedSet {
-  readonly scores = new Map<string, number>();
-  /** Sorted by score, then member. */
-  readonly order: { member: string; score: number }[] = [];
-
-  get size(): number {
-    return this.scores.size;
-  }
-
-  /** Position of the first entry at or after (score, member). */
-  #position(score: number, member: string): number {
-    let lo = 0;
-    let hi = this.order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const e = this.order[mid] as { member: string; score: number };
-      if (e.score < score || (e.score === score && e.member < member)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  add(member: string, score: number): void {
-    this.remove(member);
-    this.scores.set(member, score);
-    this.order.splice(this.#position(score, member), 0, { member, score });
-  }
-
-  remove(member: string): boolean {
-    const score = this.scores.get(member);
-    if (score === undefined) return false;
-    this.scores.delete(member);
-    this.order.splice(this.#position(score, member), 1);
-    return true;
-  }
-
-  /** 0-based rank of the first entry whose score is above `min` (or at it, when inclusive). */
-  firstAbove(min: number, inclusive: boolean): number {
-    let lo = 0;
-    let hi = this.order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      const s = (this.order[mid] as { score: number }).score;
-      if (s < min || (!inclusive && s === min)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-}
-
-export interface StreamEntry {
-  readonly ms: number;
-  readonly seq: number;
-  readonly fields: readonly string[];
-}
-
+/** A stream: entries as [id, fields], and the last id given out. */
 export interface Stream {
-  readonly entries: StreamEntry[];
-  last: { ms: number; seq: number };
+  readonly entries: [string, readonly string[]][];
+  last: readonly [number, number];
 }
 
 export type RedisValue =
@@ -72,7 +16,7 @@ export type RedisValue =
   | { readonly type: "hash"; readonly data: Map<string, string> }
   | { readonly type: "list"; data: string[] }
   | { readonly type: "set"; readonly data: Set<string> }
-  | { readonly type: "zset"; readonly data: SortedSet }
+  | { readonly type: "zset"; readonly data: Map<string, number> }
   | { readonly type: "stream"; readonly data: Stream };
 
 export type RedisType = RedisValue["type"];
@@ -82,13 +26,10 @@ export interface Entry {
   value: RedisValue;
   /** Server ms after which the key is gone; undefined: no expiry. */
   expiresAt: number | undefined;
-  /** Creation order, for SCAN cursors that survive deletions. */
-  readonly seq: number;
 }
 
 export class Keyspace {
   readonly #entries = new Map<string, Entry>();
-  #seq = 0;
   /** The server's time in ms, as expiry sees it. */
   readonly #now: () => number;
 
@@ -118,10 +59,8 @@ export class Keyspace {
 
   /** The value of `key`, created empty (without expiry) if missing. */
   getOrCreate<T extends RedisType>(key: string, type: T, empty: () => ValueOf<T>): ValueOf<T> {
-    const existing = this.get(key, type);
-    if (existing) return existing;
-    const value = empty();
-    this.put(key, value);
+    const value = this.get(key, type) ?? empty();
+    if (!this.#entries.has(key)) this.put(key, value);
     return value;
   }
 
@@ -133,14 +72,11 @@ export class Keyspace {
       return;
     }
     this.#entries.delete(key);
-    this.#entries.set(key, { value, expiresAt: undefined, seq: ++this.#seq });
+    this.#entries.set(key, { value, expiresAt: undefined });
   }
 
-  delete(key: string): boolean {
-    if (!this.entry(key)) return false;
-    this.#entries.delete(key);
-    return true;
-  }
+  /** DEL of one key: whether it was there (alive). */
+  delete(key: string): boolean { return this.entry(key) !== undefined && this.#entries.delete(key); }
 
   /** Removes a container that became empty, as Redis never keeps an empty one. */
   dropIfEmpty(key: string): void {
@@ -159,11 +95,9 @@ export class Keyspace {
     }
   }
 
-  get size(): number {
-    return [...this.live()].length;
-  }
+  /** How many live keys there are. */
+  get size(): number { return [...this.live()].length; }
 
-  clear(): void {
-    this.#entries.clear();
-  }
+  /** FLUSHALL. */
+  clear(): void { this.#entries.clear(); }
 }

@@ -1,5 +1,4 @@
 /** Reading command arguments the way Redis does (string2ll, strtod) and printing doubles. */
-import { formatFloat } from "../lua/number.js";
 import { ERR, fail } from "./reply.js";
 
 const INT64_MIN = -(1n << 63n);
@@ -52,9 +51,20 @@ export function parseBound(s: string): Bound {
 export function formatDouble(d: number, shortest: boolean): string {
   if (d === Infinity) return "inf";
   if (d === -Infinity) return "-inf";
-  if (!shortest) return formatFloat(d, "g", 17);
+  if (!shortest) return printG17(d);
   // 7.2 and later print the shortest text that reads back as the same double.
   if (Object.is(d, -0)) return "-0";
   const text = String(d);
   return text.includes("e") ? text.replace(/e([+-])(\d)$/, "e$10$2") : text;
+}
+
+/** C's printf("%.17g", d): what Redis before 7.2 prints. */
+function printG17(d: number): string {
+  if (Number.isNaN(d)) return "nan";
+  if (d === 0) return Object.is(d, -0) ? "-0" : "0";
+  const [digits = "", exp = "0"] = d.toExponential(16).split("e");
+  const e = Number(exp);
+  const trim = (s: string): string => (s.includes(".") ? s.replace(/\.?0+$/, "") : s);
+  if (e < -4 || e >= 17) return `${trim(digits)}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  return trim(d.toFixed(16 - e));
 }

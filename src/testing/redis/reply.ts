@@ -22,7 +22,6 @@ export class ErrorReply {
 export type Reply = string | number | null | StatusReply | ErrorReply | readonly Reply[];
 
 export const OK = new StatusReply("OK");
-export const QUEUED = new StatusReply("QUEUED");
 
 /** Thrown by a command handler to answer with an error (the keyspace is left as it was). */
 export class CommandError extends Error {
@@ -41,9 +40,13 @@ export const ERR = {
   overflow: "ERR increment or decrement would overflow",
   minMaxNotFloat: "ERR min or max is not a float",
   hashNotInteger: "ERR hash value is not an integer",
-  noScript: "NOSCRIPT No matching script. Please use EVAL.",
 } as const;
 
 export const fail = (message: string): never => {
   throw new CommandError(message);
 };
+
+/** The error for a command (or an option of one) Redis may have and MemoryRedis does not. */
+export const unsupportedMessage = (what: string): string =>
+  `ERR ${what} is not supported by MemoryRedis (surelock/testing has what surelock's scripts, its fencing guard and docs/testing.md use)`;
+export const unsupported = (what: string): never => fail(unsupportedMessage(what));

@@ -1,135 +1,133 @@
 /**
- * Redis's Lua scripting on the interpreter of ../lua: the script cache, the `redis` and `cjson`
- * libraries, read-only globals, and the conversions between RESP replies and Lua values exactly
- * as Redis documents them. A script runs to completion inside one synchronous call, so nothing
+ * Redis's Lua scripting on wasmoon: the script cache, one Lua state per server with Redis's
+ * libraries (./redis-lua.ts), and the conversions between RESP replies and Lua values as Redis
+ * documents them. A script runs to completion inside one synchronous call, so nothing
  * interleaves with it.
  */
 import { createHash } from "node:crypto";
-import {
-  cjsonLibrary, createInterpreter, library, LuaError, native, LuaFunction, LuaTable, READONLY, ScriptKilledError, tostring,
-  type Interpreter, type LuaValue,
-} from "../lua/index.js";
 import type { CommandContext } from "./command.js";
 import { formatDouble } from "./parse.js";
+import { luaRuntime, type Lua } from "./lua-runtime.js";
+import { REDIS_LUA } from "./redis-lua.js";
 import { CommandError, ErrorReply, StatusReply, type Reply } from "./reply.js";
 
 export const sha1hex = (source: string): string => createHash("sha1").update(Buffer.from(source, "latin1")).digest("hex");
 
-/** Runs one command for a script; the server applies the script rules (no EVAL, no SUBSCRIBE, ...). */
-export type ScriptDispatch = (ctx: CommandContext, argv: string[]) => Reply;
-
-/** A RESP reply as Lua sees it (what redis.call returns). */
-export function replyToLua(reply: Reply): LuaValue {
-  if (typeof reply === "string" || typeof reply === "number") return reply;
-  if (reply === null) return false;
-  if (reply instanceof StatusReply) return fieldTable("ok", reply.status);
-  if (reply instanceof ErrorReply) return fieldTable("err", reply.message);
-  return LuaTable.of(reply.map(replyToLua));
-}
-
-function fieldTable(field: string, value: string): LuaTable {
-  const t = new LuaTable();
-  t.set(field, value);
-  return t;
-}
-
-const INT64_MIN = -9223372036854775808;
-
-/** A Lua value as a RESP reply (what a script returns). */
-export function luaToReply(value: LuaValue): Reply {
-  if (typeof value === "string") return value;
-  if (typeof value === "boolean") return value ? 1 : null;
-  if (typeof value === "number") {
-    // C's (long long) cast: truncation; out of range (or NaN) comes out as the smallest long long on x86-64.
-    return Number.isFinite(value) && Math.abs(value) < 2 ** 63 ? Math.trunc(value) || 0 : INT64_MIN;
-  }
-  if (value instanceof LuaTable) {
-    const err = value.get("err");
-    if (typeof err === "string") return new ErrorReply(oneLine(err));
-    const ok = value.get("ok");
-    if (typeof ok === "string") return new StatusReply(oneLine(ok));
-    const out: Reply[] = [];
-    for (let i = 1; value.get(i) !== undefined; i++) out.push(luaToReply(value.get(i)));
-    return out;
-  }
-  return null;
-}
-
-/** Redis never lets a newline into an error or status line. */
-const oneLine = (s: string): string => s.replace(/[\r\n]/g, " ");
-
-/** The error table luaPushErrorBuff builds: "-CODE msg" keeps its code, a bare message gets ERR. */
-function errorTable(text: string): LuaTable {
-  let code = "ERR";
-  let message = text;
-  if (text.startsWith("-")) {
-    const space = text.indexOf(" ");
-    if (space < 0) message = text.slice(1);
-    else {
-      code = text.slice(1, space);
-      message = text.slice(space + 1);
-    }
-  }
-  return fieldTable("err", `${code} ${message.replace(/^[\r\n]+|[\r\n]+$/g, "")}`);
-}
-
-interface Running {
-  readonly ctx: CommandContext;
-}
-
+/** The server a script engine serves: `dispatch` runs one command for a script, under the script rules. */
 export interface ScriptEngineOptions {
-  readonly dispatch: ScriptDispatch;
+  readonly dispatch: (ctx: CommandContext, argv: string[]) => Reply;
   readonly version: string;
   readonly shortestDoubles: boolean;
 }
 
+const REGISTRY = -1_000_000 - 1000;
+const T = { nil: 0, boolean: 1, number: 3, string: 4, table: 5 } as const;
+/** Lua instructions between two looks at a running script, and how many looks before it is stopped. */
+const HOOK_EVERY = 1_000_000;
+let hookBudget = 2_000;
+/** @internal For tests: how many million instructions a script may run. */
+export const setScriptBudget = (millions: number): void => { hookBudget = millions; };
+
+/** One Lua state at a time runs: the C functions below find their engine here. */
+let running: { engine: ScriptEngine; ctx: CommandContext; looks: number } | undefined;
+let shared: { lua: Lua; call: number; pcall: number; sha1: number; decode: number; hook: number } | undefined;
+const states = new FinalizationRegistry<number>((L) => shared?.lua.c._lua_close(L));
+
+/** The C functions every state shares, made once per process. */
+function runtime(): NonNullable<typeof shared> {
+  if (shared) return shared;
+  const lua = luaRuntime();
+  const c = lua.c;
+  const cFunction = (fn: (L: number) => number): number => c.addFunction((L: number) => {
+    try {
+      return fn(L);
+    } catch (error) {
+      if (error === Infinity || typeof error === "number") throw error; // Lua's own longjmp
+      lua.push(L, error instanceof Error ? error.message : String(error));
+    }
+    return c._lua_error(L);
+  }, "ii");
+  shared = {
+    lua,
+    call: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx, true) : 0)),
+    pcall: cFunction((L) => (running ? running.engine.dispatch(L, running.ctx, false) : 0)),
+    sha1: cFunction((L) => { lua.push(L, sha1hex(lua.read(L, 1))); return 1; }),
+    decode: cFunction((L) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(Buffer.from(lua.read(L, 1), "latin1").toString("utf8"));
+      } catch (error) {
+        throw new Error(`Expected value but found invalid token: ${(error as Error).message}`);
+      }
+      pushJson(lua, L, value);
+      return 1;
+    }),
+    hook: c.addFunction((L: number) => {
+      if (running && ++running.looks > hookBudget) {
+        c._lua_rawgeti(L, REGISTRY, BigInt(running.engine.killedRef));
+        c._lua_error(L);
+      }
+    }, "vii"),
+  };
+  return shared;
+}
+
 export class ScriptEngine {
-  readonly #lua: Interpreter;
-  readonly #cache = new Map<string, LuaFunction>();
-  readonly #dispatch: ScriptDispatch;
-  readonly #shortestDoubles: boolean;
-  #running: Running | undefined;
+  readonly #options: ScriptEngineOptions;
+  /** SHA1 → the compiled function's registry reference. */
+  readonly #cache = new Map<string, number>();
+  #L = 0;
+  #run = 0;
+  #handler = 0;
+  killedRef = 0;
 
   constructor(options: ScriptEngineOptions) {
-    this.#dispatch = options.dispatch;
-    this.#shortestDoubles = options.shortestDoubles;
-    const lua = createInterpreter({ chunkName: "user_script" });
-    this.#lua = lua;
-    const g = lua.globals;
-    g.set("cjson", cjsonLibrary());
-    // Redis 7's pcall hands over an error table that has an `err` string as that string.
-    g.set("pcall", native("pcall", (a, rt) => {
-      a.any(0);
-      try {
-        return [true, ...rt.call(a.values[0], a.values.slice(1))];
-      } catch (error) {
-        if (error instanceof ScriptKilledError || !(error instanceof LuaError)) throw error;
-        const v = error.value;
-        const err = v instanceof LuaTable ? v.get("err") : undefined;
-        return [false, typeof err === "string" ? err : v];
-      }
-    }));
-    g.set("redis", this.#redisLibrary(options.version));
-    for (const name of ["string", "table", "math", "cjson", "redis"]) READONLY.add(g.get(name) as LuaTable);
-    // Redis 7: globals are read-only, and reading an undefined one is an error, not nil.
-    const meta = new LuaTable();
-    meta.set("__index", new LuaFunction("__index", (args, rt) => {
-      throw new LuaError(`${rt.where(1)} Script attempted to access nonexistent global variable '${tostring(args[1])}'`);
-    }));
-    g.metatable = meta;
-    READONLY.add(g);
+    this.#options = options;
+  }
+
+  /** This server's Lua state, made on first use. */
+  #state(): number {
+    if (this.#L) return this.#L;
+    const { lua, call, pcall, sha1, decode, hook } = runtime();
+    const c = lua.c;
+    const L = c._luaL_newstate();
+    states.register(this, L);
+    c._luaL_openlibs(L);
+    this.#load(L, REDIS_LUA, "=surelock");
+    c._lua_pushcclosure(L, call, 0);
+    c._lua_pushcclosure(L, pcall, 0);
+    c._lua_pushcclosure(L, sha1, 0);
+    c._lua_pushcclosure(L, decode, 0);
+    c._lua_pushlightuserdata(L, 0);
+    const version = this.#options.version;
+    const [major = 0, minor = 0, patch = 0] = version.split(".").map(Number);
+    lua.push(L, version);
+    c._lua_pushinteger(L, BigInt((major << 16) | (minor << 8) | patch));
+    if (c._lua_pcallk(L, 7, 3, 0, 0, 0) !== 0) throw new Error(`MemoryRedis: Redis's Lua libraries failed to load: ${lua.read(L, -1)}`);
+    this.killedRef = c._luaL_ref(L, REGISTRY);
+    this.#handler = c._luaL_ref(L, REGISTRY);
+    this.#run = c._luaL_ref(L, REGISTRY);
+    c._lua_sethook(L, hook, 8, HOOK_EVERY);
+    this.#L = L;
+    return L;
+  }
+
+  /** Compiles `source` onto the stack; a compile error becomes the ERR Redis answers. */
+  #load(L: number, source: string, name: string): void {
+    const { lua } = runtime();
+    if (lua.c._luaL_loadbufferx(L, lua.write(source), source.length, lua.name(name), lua.name("t")) === 0) return;
+    const message = lua.read(L, -1);
+    lua.c._lua_settop(L, 0);
+    throw new CommandError(oneLine(`ERR Error compiling script (new function): ${message}`));
   }
 
   /** SCRIPT LOAD: compiles and caches; the SHA1 of the body. */
   load(source: string): string {
     const sha = sha1hex(source);
     if (this.#cache.has(sha)) return sha;
-    try {
-      this.#cache.set(sha, this.#lua.load(source));
-    } catch (error) {
-      if (error instanceof LuaError) throw new CommandError(oneLine(`ERR Error compiling script (new function): ${tostring(error.value)}`));
-      throw error;
-    }
+    const L = this.#state();
+    this.#load(L, source, "@user_script");
+    this.#cache.set(sha, runtime().lua.c._luaL_ref(L, REGISTRY));
     return sha;
   }
 
@@ -138,107 +136,156 @@ export class ScriptEngine {
   }
 
   flush(): void {
+    for (const ref of this.#cache.values()) runtime().lua.c._luaL_unref(this.#L, REGISTRY, ref);
     this.#cache.clear();
   }
 
   /** EVAL (source given) or EVALSHA (sha only). */
   eval(ctx: CommandContext, source: string | undefined, sha: string, keys: readonly string[], args: readonly string[]): Reply {
     const id = source === undefined ? sha : this.load(source);
-    const fn = this.#cache.get(id);
-    if (!fn) throw new CommandError("NOSCRIPT No matching script. Please use EVAL.");
-    const g = this.#lua.globals;
-    g.set("KEYS", LuaTable.of(keys));
-    g.set("ARGV", LuaTable.of(args));
-    this.#running = { ctx };
+    const ref = this.#cache.get(id);
+    if (ref === undefined) throw new CommandError("NOSCRIPT No matching script. Please use EVAL.");
+    const L = this.#state();
+    const c = runtime().lua.c;
+    for (const r of [this.#handler, this.#run, ref]) c._lua_rawgeti(L, REGISTRY, BigInt(r));
+    this.#pushReply(L, keys);
+    this.#pushReply(L, args);
+    running = { engine: this, ctx, looks: 0 };
     try {
-      return luaToReply(this.#lua.run(fn)[0]);
-    } catch (error) {
-      if (error instanceof ScriptKilledError) return new ErrorReply(`ERR ${error.message}`);
-      if (!(error instanceof LuaError)) throw error;
-      return this.#errorReply(error, id);
+      return c._lua_pcallk(L, 3, 1, 1, 0, 0) === 0 ? this.#toReply(L, -1) : this.#errorReply(L, id);
     } finally {
-      this.#running = undefined;
+      running = undefined;
+      c._lua_settop(L, 0);
     }
   }
 
-  /** An error that left the script, as Redis's error handler and luaCallFunction report it. */
-  #errorReply(error: LuaError, sha: string): ErrorReply {
-    const v = error.value;
-    let message: string;
-    if (v instanceof LuaTable) {
-      const err = v.get("err");
-      message = typeof err === "string" ? err : "ERR unknown error";
-    } else {
-      message = `ERR ${tostring(v)}`;
+  /** The error table the handler made, as Redis reports it: the message, then where the script raised it. */
+  #errorReply(L: number, sha: string): ErrorReply {
+    const { lua } = runtime();
+    const c = lua.c;
+    let message = "ERR unknown error";
+    if (c._lua_type(L, -1) === T.table) {
+      if (c._lua_getfield(L, -1, lua.name("err")) === T.string) message = lua.read(L, -1);
+      const line = c._lua_getfield(L, -2, lua.name("line")) === T.number ? c._lua_tonumberx(L, -1, 0) : undefined;
+      if (line !== undefined) message += ` script: ${sha}, on @user_script:${line}.`;
+    } else if (c._lua_type(L, -1) === T.string) {
+      message = `ERR ${lua.read(L, -1)}`;
     }
-    const where = error.line === undefined ? "" : ` script: ${sha}, on @user_script:${error.line}.`;
-    return new ErrorReply(oneLine(message.replace(/^-/, "") + where));
+    return new ErrorReply(oneLine(message.replace(/^-/, "")));
   }
 
-  /** Arguments of redis.call as command arguments: strings, and numbers printed as Redis prints them. */
-  #argv(values: LuaValue[]): string[] | LuaTable {
-    if (values.length === 0) return errorTable("Please specify at least one argument for this redis lib call");
-    const argv: string[] = [];
-    for (const v of values) {
-      if (typeof v === "string") argv.push(v);
-      else if (typeof v === "number") argv.push(formatDouble(v, this.#shortestDoubles));
-      else return errorTable("Lua redis lib command arguments must be strings or integers");
-    }
-    return argv;
-  }
-
-  #call(values: LuaValue[], raise: boolean): LuaValue[] {
-    const running = this.#running;
-    if (!running) throw new LuaError("redis.call/pcall can only be called inside a script invocation");
-    const argv = this.#argv(values);
-    if (argv instanceof LuaTable) {
-      if (raise) throw new LuaError(argv);
-      return [argv];
-    }
-    const reply = this.#dispatch(running.ctx, argv);
-    if (!(reply instanceof ErrorReply)) return [replyToLua(reply)];
-    const error = errorTable(`-${reply.message}`);
-    // Redis marks errors that came from a command, which the script can see.
-    error.set("ignore_error_stats_update", true);
-    if (raise) throw new LuaError(error);
-    return [error];
-  }
-
-  #redisLibrary(version: string): LuaTable {
-    const lib = library({
-      call: (a) => this.#call(a.values, true),
-      pcall: (a) => this.#call(a.values, false),
-      error_reply: (a) => {
-        const msg = a.values[0];
-        if (a.count !== 1 || typeof msg !== "string") return [errorTable("wrong number or type of arguments")];
-        return [errorTable(msg.startsWith("-") ? msg : `-${msg}`)];
-      },
-      status_reply: (a) => {
-        const msg = a.values[0];
-        if (a.count !== 1 || typeof msg !== "string") return [errorTable("wrong number or type of arguments")];
-        return [fieldTable("ok", msg)];
-      },
-      sha1hex: (a) => {
-        if (a.count !== 1) throw new LuaError(errorTable("wrong number of arguments"));
-        return [sha1hex(a.string(0))];
-      },
-      log: () => [],
-      setresp: (a) => {
-        if (a.values[0] !== 2) throw a.error("MemoryRedis scripts speak RESP2 only");
-        return [];
-      },
-      replicate_commands: () => [true],
-      set_repl: () => [],
-      breakpoint: () => [false],
-      debug: () => [],
-    });
-    const [major = 0, minor = 0, patch = 0] = version.split(".").map(Number);
-    const constants: Record<string, LuaValue> = {
-      LOG_DEBUG: 0, LOG_VERBOSE: 1, LOG_NOTICE: 2, LOG_WARNING: 3,
-      REPL_NONE: 0, REPL_AOF: 1, REPL_SLAVE: 2, REPL_REPLICA: 2, REPL_ALL: 3,
-      REDIS_VERSION: version, REDIS_VERSION_NUM: (major << 16) | (minor << 8) | patch,
+  /** redis.call (`raise`) and redis.pcall: the reply, or an error table `{err = ...}` raised or returned. */
+  dispatch(L: number, ctx: CommandContext, raise: boolean): number {
+    const { lua } = runtime();
+    const c = lua.c;
+    const count = c._lua_gettop(L);
+    const fail = (message: string, fromCommand: boolean): number => {
+      c._lua_createtable(L, 0, 2);
+      lua.push(L, message);
+      c._lua_setfield(L, -2, lua.name("err"));
+      // Redis marks the errors that came from a command, and a script can see the mark.
+      if (fromCommand) {
+        c._lua_pushboolean(L, 1);
+        c._lua_setfield(L, -2, lua.name("ignore_error_stats_update"));
+      }
+      return raise ? c._lua_error(L) : 1;
     };
-    for (const [k, v] of Object.entries(constants)) lib.set(k, v);
-    return lib;
+    if (count === 0) return fail("ERR Please specify at least one argument for this redis lib call", false);
+    const argv: string[] = [];
+    for (let i = 1; i <= count; i++) {
+      const type = c._lua_type(L, i);
+      if (type === T.string) argv.push(lua.read(L, i));
+      else if (type !== T.number) return fail("ERR Lua redis lib command arguments must be strings or integers", false);
+      else if (c._lua_isinteger(L, i)) argv.push(String(c._lua_tointegerx(L, i, 0)));
+      else argv.push(formatDouble(c._lua_tonumberx(L, i, 0), this.#options.shortestDoubles));
+    }
+    const reply = this.#options.dispatch(ctx, argv);
+    if (reply instanceof ErrorReply) return fail(reply.message, true);
+    this.#pushReply(L, reply);
+    return 1;
+  }
+
+  /** A RESP reply as Lua sees it (what redis.call returns). */
+  #pushReply(L: number, reply: Reply): void {
+    const { lua } = runtime();
+    const c = lua.c;
+    if (typeof reply === "string") lua.push(L, reply);
+    else if (typeof reply === "number") pushNumber(lua, L, reply);
+    else if (reply === null) c._lua_pushboolean(L, 0);
+    else if (reply instanceof StatusReply || reply instanceof ErrorReply) {
+      c._lua_createtable(L, 0, 1);
+      lua.push(L, reply instanceof StatusReply ? reply.status : reply.message);
+      c._lua_setfield(L, -2, lua.name(reply instanceof StatusReply ? "ok" : "err"));
+    } else {
+      c._lua_createtable(L, reply.length, 0);
+      reply.forEach((item, i) => {
+        this.#pushReply(L, item);
+        c._lua_rawseti(L, -2, BigInt(i + 1));
+      });
+    }
+  }
+
+  /** A Lua value as a RESP reply (what a script returns). */
+  #toReply(L: number, index: number): Reply {
+    const { lua } = runtime();
+    const c = lua.c;
+    switch (c._lua_type(L, index)) {
+      case T.string:
+        return lua.read(L, index);
+      case T.boolean:
+        return c._lua_toboolean(L, index) ? 1 : null;
+      case T.number: {
+        if (c._lua_isinteger(L, index)) return Number(c._lua_tointegerx(L, index, 0));
+        // C's (long long) cast: truncation; out of range (or NaN) is the smallest long long on x86-64.
+        const n = c._lua_tonumberx(L, index, 0);
+        return Number.isFinite(n) && Math.abs(n) < 2 ** 63 ? Math.trunc(n) || 0 : -9223372036854775808;
+      }
+      case T.table: {
+        for (const [field, Kind] of [["err", ErrorReply], ["ok", StatusReply]] as const) {
+          const isString = c._lua_getfield(L, index, lua.name(field)) === T.string;
+          const text = isString ? lua.read(L, -1) : "";
+          c._lua_settop(L, -2);
+          if (isString) return new Kind(oneLine(text));
+        }
+        const out: Reply[] = [];
+        const at = c._lua_absindex(L, index);
+        for (let i = 1; c._lua_rawgeti(L, at, BigInt(i)) !== T.nil; i++) {
+          out.push(this.#toReply(L, -1));
+          c._lua_settop(L, -2);
+        }
+        c._lua_settop(L, -2);
+        return out;
+      }
+      default:
+        return null;
+    }
   }
 }
+
+/** Lua 5.1's doubles print an integral value below 1e15 as its digits, as a 5.4 integer does; others stay floats. */
+function pushNumber(lua: Lua, L: number, n: number): void {
+  if (Number.isInteger(n) && Math.abs(n) < 1e15) lua.c._lua_pushinteger(L, BigInt(n));
+  else lua.c._lua_pushnumber(L, n);
+}
+
+/** A JSON value as cjson.decode makes it: null is cjson.null, strings are UTF-8 bytes. */
+function pushJson(lua: Lua, L: number, value: unknown): void {
+  const c = lua.c;
+  if (value === null) c._lua_pushlightuserdata(L, 0);
+  else if (typeof value === "string") lua.push(L, Buffer.from(value, "utf8").toString("latin1"));
+  else if (typeof value === "number") pushNumber(lua, L, value);
+  else if (typeof value === "boolean") c._lua_pushboolean(L, value ? 1 : 0);
+  else {
+    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i + 1, v]) : Object.entries(value as object);
+    c._lua_createtable(L, 0, 0);
+    for (const [key, item] of entries) {
+      if (typeof key === "number") c._lua_pushinteger(L, BigInt(key));
+      else lua.push(L, Buffer.from(key, "utf8").toString("latin1"));
+      pushJson(lua, L, item);
+      c._lua_rawset(L, -3);
+    }
+  }
+}
+
+/** Redis never lets a newline into an error or status line. */
+const oneLine = (s: string): string => s.replace(/[\r\n]/g, " ");

@@ -7,14 +7,14 @@
 import { randomBytes } from "node:crypto";
 import type { RedisAdapter } from "../adapters/types.js";
 import { InvalidArgumentError, SurelockError } from "../index.js";
-import { CheckFailed, Skipped, type Check, type CheckContext } from "./adapter-checks/check-steps.js";
+import { CheckFailed, Skipped, type Check, type CheckContext } from "./checks/check-steps.js";
 import {
   argumentsCheck, clusterFlag, command, concurrency, errorReplies, evalsha, noscript, replyTypes, shape,
-} from "./adapter-checks/calls-and-replies.js";
-import { endToEnd, replicaWait } from "./adapter-checks/end-to-end.js";
-import { clusterRouting, keyPrefix } from "./adapter-checks/keys-and-slots.js";
-import { cleanUp } from "./adapter-checks/kit-scripts.js";
-import { close, reconnect, subscribe, unsubscribe } from "./adapter-checks/subscriptions.js";
+} from "./checks/calls-and-replies.js";
+import { endToEnd, replicaWait } from "./checks/end-to-end.js";
+import { clusterRouting, keyPrefix } from "./checks/keys-and-slots.js";
+import { cleanUp } from "./checks/kit-scripts.js";
+import { close, reconnect, subscribe, unsubscribe } from "./checks/subscriptions.js";
 import { messageOf } from "./error-replies.js";
 
 /** The checks of verifyAdapter, in the order they run (docs/adapters.md says what each one holds the adapter to). */
