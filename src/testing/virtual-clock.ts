@@ -4,6 +4,7 @@
  * network settles (pending replies and messages are delivered, and the promise chains they
  * start run), so a test sees the same interleaving on every run.
  */
+import { InvalidArgumentError } from "../index.js";
 import { settle } from "./activity.js";
 
 /** What surelock's runtime needs to measure time and wait: the shape of `{ performance.now, setTimeout, clearTimeout }`. */
@@ -36,9 +37,9 @@ export class VirtualClock implements TimerSource {
   #seq = 0;
   readonly #timers = new Set<VirtualTimer>();
   #advancing = false;
-
   /** @param startMs what `now()` reads before any `advance` (default 0). */
   constructor(startMs = 0) {
+    if (typeof startMs !== "number" || !Number.isFinite(startMs)) throw new InvalidArgumentError("startMs", startMs, "a finite number of ms");
     this.#now = startMs;
   }
 
@@ -69,7 +70,7 @@ export class VirtualClock implements TimerSource {
    * A timer callback that throws rejects the returned promise (later timers stay pending).
    */
   async advance(ms: number): Promise<void> {
-    if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
+    if (!(ms >= 0 && ms !== Infinity)) throw new InvalidArgumentError("ms", ms, "a finite number of ms >= 0");
     if (this.#advancing) throw new Error("VirtualClock.advance: already advancing (await the previous call)");
     this.#advancing = true;
     try {

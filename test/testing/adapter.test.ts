@@ -1,6 +1,7 @@
 /** MemoryRedis as a connection: ordering, asynchronous replies, and every fault hook. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { InvalidArgumentError } from "../../src/index.js";
 import { Gate, MemoryConnectionError, MemoryRedis, VirtualClock } from "../../src/testing/index.js";
 
 const settle = (): Promise<void> => new VirtualClock().settle();
@@ -153,5 +154,18 @@ describe("VirtualClock", () => {
     const forever = (): void => { clock.setTimeout(forever, 1); };
     forever();
     await assert.rejects(clock.runUntilIdle(50), /re-arms a timer forever/);
+  });
+
+  it("refuses a start that is not a finite number, and an advance() by a negative, NaN or infinite step, naming the argument", async () => {
+    for (const startMs of [Number.NaN, Infinity, "0", { epochMs: 0 }]) {
+      assert.throws(() => new VirtualClock(startMs as number), (error: unknown) =>
+        error instanceof InvalidArgumentError && error.argument === "startMs" && Object.is(error.value, startMs));
+    }
+    const clock = new VirtualClock();
+    for (const ms of [-1, Number.NaN, Infinity]) {
+      await assert.rejects(clock.advance(ms), (error: unknown) =>
+        error instanceof InvalidArgumentError && error.argument === "ms" && Object.is(error.value, ms));
+    }
+    assert.equal(clock.now(), 0);
   });
 });
