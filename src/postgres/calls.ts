@@ -60,19 +60,36 @@ function race<T>(work: Promise<T>, ms: number, onLate: () => void, late: () => E
   });
 }
 
-/** A client of `pool` within `deadline` (a `performance.now()` time). */
+// A checked-out client whose connection breaks emits "error" (an unhandled one would end the
+// process); the failed query already tells us, so while we hold a client its errors are ignored.
+const ignore = (): void => {};
+
+/** A client of `pool` within `deadline` (a `performance.now()` time); give it back with `giveBack`. */
 export async function checkout(pool: PgPool, deadline: number, what: string, schema: string): Promise<PgPoolClient> {
   const pending = pool.connect();
   try {
-    return await race(
+    const client = await race(
       pending,
       deadline - performance.now(),
       () => void pending.then((c) => c.release(true), () => {}),
       () => new ConnectionError(`PostgreSQL ${what}: no connection from the pool within the call's bound`),
     );
+    client.on("error", ignore);
+    return client;
   } catch (e) {
     throw classify(e, `${what} (connect)`, schema);
   }
+}
+
+/** Gives a client back to its pool; `destroy` ends its connection instead (it failed, or may still be running our statement). */
+export function giveBack(client: PgPoolClient, destroy = false): void {
+  try {
+    client.release(destroy);
+  } catch {
+    // Given back already (a timeout ended it first).
+  }
+  // Kept a while longer: the ended connection may still report its error.
+  if (!destroy) client.removeListener("error", ignore);
 }
 
 /** One statement on `client` within `deadline`; a late or broken client is ended when `owned`. */
@@ -81,18 +98,14 @@ export async function run(client: PgQueryable, text: string, values: unknown[], 
     return await race(
       client.query({ text, values }),
       deadline - performance.now(),
-      () => owned?.release(true),
+      () => {
+        if (owned) giveBack(owned, true);
+      },
       () => new ConnectionError(`PostgreSQL ${what}: no answer within the call's bound`),
     );
   } catch (e) {
     const typed = classify(e, what, schema);
-    if (typed instanceof ConnectionError && owned !== undefined) {
-      try {
-        owned.release(true);
-      } catch {
-        // already ended by the timeout
-      }
-    }
+    if (typed instanceof ConnectionError && owned !== undefined) giveBack(owned, true);
     throw typed;
   }
 }
@@ -107,6 +120,6 @@ export async function once(pool: PgPool, text: string, values: unknown[], deadli
     broken = e instanceof ConnectionError;
     throw e;
   } finally {
-    if (!broken) client.release();
+    if (!broken) giveBack(client);
   }
 }

@@ -6,9 +6,9 @@
  * the call was sent, so the client's clock only ever shortens a lease. A call whose answer was
  * lost is made again once: every function answers a replay from our own rows.
  */
-import { ConnectionError, FencedError, InvalidArgumentError, SchemaError } from "../errors.js";
+import { ConnectionError, FencedError, InvalidArgumentError, SchemaError, UnsupportedError } from "../errors.js";
 import { checkOptions, checkOwner, checkPositiveInt, checkTtl, MAX_DURATION_MS, MAX_PERMITS } from "../validate.js";
-import { checkout, classify, once, sqlState, unanswered } from "./calls.js";
+import { checkout, classify, giveBack, once, run, sqlState, unanswered } from "./calls.js";
 import { install, installedVersion, names, SCHEMA_NAME, SQL_VERSION } from "./schema.js";
 import type {
   AcquireRequest, AcquireResult, CountDownResult, HoldCheck, Inspection, LatchState, LeaderState, PgMode, PgPool, PgQueryable,
@@ -128,7 +128,12 @@ export class PostgresStore {
     const client = await checkout(this.pool, deadline, "schema check", this.schema);
     let broken = false;
     try {
-      this.statements++;
+      // A commit acknowledged before it is durable is a lease a crash can hand out twice.
+      this.statements += 2;
+      const durable = await run(client, "SELECT current_setting('synchronous_commit') AS mode", [], deadline, "settings check", this.schema, client);
+      if (durable.rows[0]?.mode === "off") {
+        throw new UnsupportedError(`PostgreSQL store: synchronous_commit is off for this pool's connections, so a crash can lose a lease it acknowledged; turn it on for the store's role (ALTER ROLE … SET synchronous_commit = on)`);
+      }
       const version = await installedVersion(client, this.schema, deadline);
       if (version === SQL_VERSION) return;
       if (!this.createSchema) {
@@ -140,7 +145,7 @@ export class PostgresStore {
       broken = e instanceof ConnectionError;
       throw e;
     } finally {
-      if (!broken) client.release();
+      if (!broken) giveBack(client);
     }
   }
 
@@ -156,7 +161,7 @@ export class PostgresStore {
       broken = e instanceof ConnectionError;
       throw e;
     } finally {
-      if (!broken) client.release();
+      if (!broken) giveBack(client);
     }
   }
 
@@ -197,11 +202,11 @@ export class PostgresStore {
     const join = reentry.kind === "hold" ? checkName("request.reentry.hold", reentry.hold, MAX_ID_BYTES) : "";
     const entry = r.entry === undefined ? hold : checkName("request.entry", r.entry, MAX_ID_BYTES);
     const ticketMs = r.ticketMs === undefined || r.ticketMs === 0 ? 0 : checkTtl("request.ticketMs", r.ticketMs);
-    // Rows are always taken in one order (the database's, for text in the C collation of `sorted`).
+    // Every caller takes a multi-lock's rows in one order (sorted by code unit), so two never deadlock.
     const sorted = [...given].sort();
     const { rows, sent } = await this.call(
       "acquire",
-      `SELECT * FROM ${this.q}.acquire($1::text[] COLLATE "C", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `SELECT * FROM ${this.q}.acquire($1::text[], $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [sorted, hold, owner, mode, permits, limit, ttlMs, reentry.kind, join, entry, ticketMs],
       true,
     );
@@ -223,7 +228,7 @@ export class PostgresStore {
     const list = checkNames("names", namesOf);
     checkName("hold", hold, MAX_ID_BYTES);
     const e = entry === undefined ? hold : checkName("entry", entry, MAX_ID_BYTES);
-    const { rows } = await this.call("release", `SELECT * FROM ${this.q}.release($1::text[] COLLATE "C", $2, $3)`, [[...list].sort(), hold, e], true);
+    const { rows } = await this.call("release", `SELECT * FROM ${this.q}.release($1::text[], $2, $3)`, [[...list].sort(), hold, e], true);
     return { status: rows[0]!.status as ReleaseResult["status"], remaining: num(rows[0]!.remaining) };
   }
 
@@ -231,7 +236,7 @@ export class PostgresStore {
   async resign(namesOf: readonly string[], hold: string): Promise<boolean> {
     const list = checkNames("names", namesOf);
     checkName("hold", hold, MAX_ID_BYTES);
-    const { rows } = await this.call("resign", `SELECT ${this.q}.resign($1::text[] COLLATE "C", $2) AS ended`, [[...list].sort(), hold], true);
+    const { rows } = await this.call("resign", `SELECT ${this.q}.resign($1::text[], $2) AS ended`, [[...list].sort(), hold], true);
     return rows[0]!.ended === true;
   }
 
@@ -281,7 +286,7 @@ export class PostgresStore {
     const list = checkNames("names", namesOf);
     checkName("hold", hold, MAX_ID_BYTES);
     const sorted = [...list].sort();
-    const { rows, sent } = await this.call("check", `SELECT * FROM ${this.q}.check_hold($1::text[] COLLATE "C", $2)`, [sorted, hold], true);
+    const { rows, sent } = await this.call("check", `SELECT * FROM ${this.q}.check_hold($1::text[], $2)`, [sorted, hold], true);
     const row = rows[0]!;
     const live = row.live === true;
     const bySorted = live ? (row.tokens as string[]).map(big) : [];

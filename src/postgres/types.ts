@@ -20,6 +20,7 @@ export interface PgPoolClient extends PgQueryable {
   on(event: "notification", listener: (message: { channel: string; payload?: string | undefined }) => void): unknown;
   on(event: "error", listener: (error: Error) => void): unknown;
   on(event: "end", listener: () => void): unknown;
+  removeListener(event: "error", listener: (error: Error) => void): unknown;
   removeAllListeners(event?: string): unknown;
 }
 

@@ -118,9 +118,11 @@ class ManagedPostgres implements PostgresServer {
 
   async start(): Promise<void> {
     const who = runAs();
+    // fsync off: a killed server's writes are still in the OS's cache. synchronous_commit stays on:
+    // a killed server must not lose a commit it acknowledged (a lease the store granted).
     const [cmd, ...args] = [
       ...who.prefix, path.join(this.bin, "postgres"), "-D", this.dir, "-p", String(this.port), "-k", this.dir,
-      "-c", `listen_addresses=${HOST}`, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+      "-c", `listen_addresses=${HOST}`, "-c", "fsync=off", "-c", "full_page_writes=off",
       "-c", "shared_buffers=16MB", "-c", "max_connections=60", "-c", "log_min_messages=warning", ...this.settings,
     ];
     const child = spawn(cmd!, args, { stdio: ["ignore", "pipe", "pipe"] });
