@@ -93,10 +93,10 @@ export function giveBack(client: PgPoolClient, destroy = false): void {
 }
 
 /** One statement on `client` within `deadline`; a late or broken client is ended when `owned`. */
-export async function run(client: PgQueryable, text: string, values: unknown[], deadline: number, what: string, schema: string, owned?: PgPoolClient): Promise<PgResult> {
+export async function run(client: PgQueryable, text: string, values: unknown[], deadline: number, what: string, schema: string, owned?: PgPoolClient, name?: string): Promise<PgResult> {
   try {
     return await race(
-      client.query({ text, values }),
+      client.query(name === undefined ? { text, values } : { name, text, values }),
       deadline - performance.now(),
       () => {
         if (owned) giveBack(owned, true);
@@ -110,12 +110,15 @@ export async function run(client: PgQueryable, text: string, values: unknown[], 
   }
 }
 
-/** One statement on a client of its own, given back afterwards (ended when it failed with its connection). */
-export async function once(pool: PgPool, text: string, values: unknown[], deadline: number, what: string, schema: string): Promise<PgResult> {
+/**
+ * One statement on a client of its own, given back afterwards (ended when it failed with its
+ * connection). `name`: a prepared statement's, so each connection parses and plans it once.
+ */
+export async function once(pool: PgPool, text: string, values: unknown[], deadline: number, what: string, schema: string, name?: string): Promise<PgResult> {
   const client = await checkout(pool, deadline, what, schema);
   let broken = false;
   try {
-    return await run(client, text, values, deadline, what, schema, client);
+    return await run(client, text, values, deadline, what, schema, client, name);
   } catch (e) {
     broken = e instanceof ConnectionError;
     throw e;

@@ -63,8 +63,24 @@ function checkDuration(argument: string, value: unknown, min: number): number {
   return value;
 }
 
+/** A hold, entry or ticket id: no control characters (a wake-up's payload ends the head ticket with \x1f). */
+function checkId(argument: string, value: unknown): string {
+  checkName(argument, value, MAX_ID_BYTES);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value as string)) throw new InvalidArgumentError(argument, value, "an id without control characters");
+  return value as string;
+}
+
 const num = (v: unknown): number => Number(v);
 const big = (v: unknown): bigint => BigInt(v as string);
+
+/** A waiter's watch on one name's wake-ups (see `PostgresStore.watch`). */
+export interface WakeWatch {
+  /** Resolves true at the first wake-up since the previous call, false after `ms` (at most the poll bound) or on abort. */
+  next(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /** Stops watching. */
+  close(): void;
+}
 
 /** A fencing guard for one resource, to check inside the user's own transaction. */
 export interface PostgresGuard {
@@ -173,7 +189,7 @@ export class PostgresStore {
       const sent = performance.now();
       try {
         this.statements++;
-        const r = await once(this.pool, text, values, deadline, what, this.schema);
+        const r = await once(this.pool, text, values, deadline, what, this.schema, `surelock.${this.schema}.${what}`);
         return { rows: r.rows, sent };
       } catch (e) {
         if (!replayable || attempt > 0 || !unanswered(e) || performance.now() >= deadline) throw e;
@@ -185,7 +201,7 @@ export class PostgresStore {
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const r = checkOptions<AcquireRequest>("request", request, ["names", "hold", "owner", "mode", "permits", "limit", "ttlMs", "reentry", "entry", "ticketMs"]);
     const given = checkNames("request.names", r.names);
-    const hold = checkName("request.hold", r.hold, MAX_ID_BYTES);
+    const hold = checkId("request.hold", r.hold);
     const owner = checkOwner("request.owner", r.owner);
     const mode = r.mode as unknown;
     if (mode !== "x" && mode !== "r" && mode !== "w" && mode !== "s") throw new InvalidArgumentError("request.mode", mode, `one of "x", "r", "w", "s"`);
@@ -199,8 +215,8 @@ export class PostgresStore {
     if (typeof reentry !== "object" || reentry === null || !["fresh", "hold", "owner"].includes(reentry.kind as string)) {
       throw new InvalidArgumentError("request.reentry", reentry, `{ kind: "fresh" }, { kind: "hold", hold }, or { kind: "owner" }`);
     }
-    const join = reentry.kind === "hold" ? checkName("request.reentry.hold", reentry.hold, MAX_ID_BYTES) : "";
-    const entry = r.entry === undefined ? hold : checkName("request.entry", r.entry, MAX_ID_BYTES);
+    const join = reentry.kind === "hold" ? checkId("request.reentry.hold", reentry.hold) : "";
+    const entry = r.entry === undefined ? hold : checkId("request.entry", r.entry);
     const ticketMs = r.ticketMs === undefined || r.ticketMs === 0 ? 0 : checkTtl("request.ticketMs", r.ticketMs);
     // Every caller takes a multi-lock's rows in one order (sorted by code unit), so two never deadlock.
     const sorted = [...given].sort();
@@ -226,8 +242,8 @@ export class PostgresStore {
   /** Gives the entry `entry` (default: the hold's first) of `hold` on `names` back. */
   async release(namesOf: readonly string[], hold: string, entry?: string): Promise<ReleaseResult> {
     const list = checkNames("names", namesOf);
-    checkName("hold", hold, MAX_ID_BYTES);
-    const e = entry === undefined ? hold : checkName("entry", entry, MAX_ID_BYTES);
+    checkId("hold", hold);
+    const e = entry === undefined ? hold : checkId("entry", entry);
     const { rows } = await this.call("release", `SELECT * FROM ${this.q}.release($1::text[], $2, $3)`, [[...list].sort(), hold, e], true);
     return { status: rows[0]!.status as ReleaseResult["status"], remaining: num(rows[0]!.remaining) };
   }
@@ -235,7 +251,7 @@ export class PostgresStore {
   /** Ends `hold` on `names` whatever its entries; true when it was live. */
   async resign(namesOf: readonly string[], hold: string): Promise<boolean> {
     const list = checkNames("names", namesOf);
-    checkName("hold", hold, MAX_ID_BYTES);
+    checkId("hold", hold);
     const { rows } = await this.call("resign", `SELECT ${this.q}.resign($1::text[], $2) AS ended`, [[...list].sort(), hold], true);
     return rows[0]!.ended === true;
   }
@@ -243,7 +259,7 @@ export class PostgresStore {
   /** The waiter `ticket` leaves the queues of `names` (it gave up or timed out). */
   async leave(namesOf: readonly string[], ticket: string): Promise<void> {
     const list = checkNames("names", namesOf);
-    checkName("ticket", ticket, MAX_ID_BYTES);
+    checkId("ticket", ticket);
     await this.call("leave", `SELECT ${this.q}.leave($1::text[], $2)`, [list, ticket], true);
   }
 
@@ -254,7 +270,7 @@ export class PostgresStore {
     items.forEach((item, i) => {
       if (item?.kind !== "hold" && item?.kind !== "ticket") throw new InvalidArgumentError(`items[${i}].kind`, item?.kind, `"hold" or "ticket"`);
       const list = checkNames(`items[${i}].names`, item.names);
-      const id = checkName(`items[${i}].id`, item.id, MAX_ID_BYTES);
+      const id = checkId(`items[${i}].id`, item.id);
       const ttl = checkTtl(`items[${i}].ttlMs`, item.ttlMs);
       for (const n of list) {
         kinds.push(item.kind === "hold" ? "h" : "t");
@@ -284,7 +300,7 @@ export class PostgresStore {
   /** Whether `hold` is live on every one of `names` now; its time left and tokens. */
   async check(namesOf: readonly string[], hold: string): Promise<HoldCheck> {
     const list = checkNames("names", namesOf);
-    checkName("hold", hold, MAX_ID_BYTES);
+    checkId("hold", hold);
     const sorted = [...list].sort();
     const { rows, sent } = await this.call("check", `SELECT * FROM ${this.q}.check_hold($1::text[], $2)`, [sorted, hold], true);
     const row = rows[0]!;
@@ -297,7 +313,7 @@ export class PostgresStore {
   /** An election's leader publishes `value`; false when `hold` is not the live leader of `name`. */
   async proclaim(name: string, hold: string, value: string): Promise<boolean> {
     checkName("name", name);
-    checkName("hold", hold, MAX_ID_BYTES);
+    checkId("hold", hold);
     if (typeof value !== "string" || value.includes("\u0000") || !value.isWellFormed()) throw new InvalidArgumentError("value", value, "a well-formed string without NUL");
     const { rows } = await this.call("proclaim", `SELECT ${this.q}.proclaim($1, $2, $3) AS ok`, [name, hold, value], true);
     return rows[0]!.ok === true;
@@ -315,7 +331,7 @@ export class PostgresStore {
   /** One count down of the latch `name` by `id` (counted once however often it is sent). */
   async countDown(name: string, id: string, count: number, ttlMs: number): Promise<CountDownResult> {
     checkName("name", name);
-    checkName("id", id, MAX_ID_BYTES);
+    checkId("id", id);
     checkPositiveInt("count", count, MAX_PERMITS);
     checkTtl("ttlMs", ttlMs);
     const { rows } = await this.call("count down", `SELECT * FROM ${this.q}.count_down($1, $2, $3, $4)`, [name, id, count, ttlMs], true);
@@ -368,26 +384,56 @@ export class PostgresStore {
   }
 
   /**
-   * Waits for a wake-up of `name` or `ms` (at most the poll bound), whichever comes first; resolves
-   * true on a wake-up. What a waiter does between attempts.
+   * Watches `name` for wake-ups from now on: `next(ms)` resolves true at the first wake-up since the
+   * previous `next` (one that came in between counts: no wake-up is lost between an attempt and the
+   * wait after it), false after `ms` (at most the poll bound) or on abort. What a waiter opens before
+   * its first attempt and closes when it is done. With its `ticket`, a release that names another
+   * waiter as first in line does not wake it.
    */
-  waitForWake(name: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+  watch(name: string, ticket?: string): WakeWatch {
     checkName("name", name);
-    const bound = Math.max(0, Math.min(ms, this.pollMs));
-    return new Promise((resolve) => {
-      let stop: () => void = () => {};
-      const done = (woken: boolean) => {
-        clearTimeout(timer);
-        stop();
-        signal?.removeEventListener("abort", onAbort);
-        resolve(woken);
-      };
-      const onAbort = () => done(false);
-      const timer = setTimeout(() => done(false), bound);
-      stop = this.wakeups.listen(name, () => done(true));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      if (signal?.aborted) done(false);
+    if (ticket !== undefined) checkId("ticket", ticket);
+    let woken = false;
+    let wake: (() => void) | undefined;
+    const stop = this.wakeups.listen(name, (w) => {
+      // Another waiter is first in line: only it can go now (the poll covers a head that died).
+      if (ticket !== undefined && w.kind === "released" && w.head !== null && w.head !== ticket) return;
+      woken = true;
+      wake?.();
     });
+    return {
+      next: (ms: number, signal?: AbortSignal): Promise<boolean> => {
+        if (woken || signal?.aborted) {
+          const was = woken;
+          woken = false;
+          return Promise.resolve(was);
+        }
+        return new Promise<boolean>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", done);
+            wake = undefined;
+            const was = woken;
+            woken = false;
+            resolve(was);
+          };
+          const timer = setTimeout(done, Math.max(0, Math.min(ms, this.pollMs)));
+          wake = done;
+          signal?.addEventListener("abort", done, { once: true });
+        });
+      },
+      close: stop,
+    };
+  }
+
+  /** Waits for one wake-up of `name`, or `ms` (at most the poll bound); true on a wake-up. */
+  async waitForWake(name: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    const w = this.watch(name);
+    try {
+      return await w.next(ms, signal);
+    } finally {
+      w.close();
+    }
   }
 
   /** A fencing guard for `resource`, checked inside the user's own transaction. */

@@ -11,7 +11,7 @@ export interface PgResult {
 
 /** Anything that runs a statement: a `pg.Client`, a `pg.PoolClient` (the user's, in a guard check). */
 export interface PgQueryable {
-  query(config: { text: string; values?: unknown[] }): Promise<PgResult>;
+  query(config: { text: string; values?: unknown[]; name?: string }): Promise<PgResult>;
 }
 
 /** A client checked out of a pool: surelock gives it back with `release()`, or `release(true)` to end its connection. */
@@ -131,9 +131,12 @@ export interface LatchState {
   readonly remaining: number;
 }
 
-/** A wake-up the store delivers: a name's holds changed, its leader proclaimed, its latch reached 0, or (`resync`) notifications may have been lost. */
+/**
+ * A wake-up the store delivers: a name's holds changed (`head`: the ticket first in line, null when
+ * none), its leader proclaimed, its latch reached 0, or (`resync`) notifications may have been lost.
+ */
 export type WakeUp =
-  | { readonly kind: "released"; readonly name: string }
+  | { readonly kind: "released"; readonly name: string; readonly head: string | null }
   | { readonly kind: "leader"; readonly name: string }
   | { readonly kind: "latch"; readonly name: string }
   | { readonly kind: "resync" };

@@ -108,8 +108,16 @@ export class Wakeups {
     if (!payload || payload.length < 3 || payload[1] !== ":") return;
     const kind = KINDS[payload[0]!];
     if (!kind) return;
-    const name = payload.slice(2);
-    for (const l of [...(this.byName.get(name) ?? [])]) l({ kind, name });
+    let wake: Exclude<WakeUp, { kind: "resync" }>;
+    if (kind === "released") {
+      // 'r:<head>\x1f<name>': ids hold no control characters, names may.
+      const cut = payload.indexOf("\x1f", 2);
+      if (cut < 0) return;
+      wake = { kind, name: payload.slice(cut + 1), head: cut > 2 ? payload.slice(2, cut) : null };
+    } else {
+      wake = { kind, name: payload.slice(2) };
+    }
+    for (const l of [...(this.byName.get(wake.name) ?? [])]) l(wake);
   }
 
   private broadcast(wake: WakeUp): void {

@@ -113,18 +113,27 @@ describe("PostgreSQL store: mutex", () => {
     assert.equal((await ask("alive", 5_000)).status, "founded");
   });
 
-  it("a release wakes the waiters by NOTIFY; without it they poll within the bound", async () => {
+  it("a release wakes the waiter first in line by NOTIFY, not the others; an uncontended release notifies nobody", async () => {
     const s = ctx.store({ pollMs: 5_000 });
     const name = fresh();
     assert.equal(await s.listening(), true);
+    const wakes: string[] = [];
+    const stop = s.listen(name, (w) => wakes.push(w.kind === "released" ? `released head=${w.head}` : w.kind));
     await s.acquire({ names: [name], hold: "h0", owner: "o", mode: "x", ttlMs: 5_000, reentry: { kind: "fresh" } });
-    const woken = s.waitForWake(name, 5_000);
-    const t0 = performance.now();
     await s.release([name], "h0");
-    assert.equal(await woken, true);
+    await s.acquire({ names: [name], hold: "h1", owner: "o", mode: "x", ttlMs: 5_000, reentry: { kind: "fresh" } });
+    for (const w of ["w1", "w2"]) await s.acquire({ names: [name], hold: w, owner: w, mode: "x", ttlMs: 5_000, reentry: { kind: "fresh" }, ticketMs: 5_000 });
+    const first = s.watch(name, "w1");
+    const second = s.watch(name, "w2");
+    const t0 = performance.now();
+    await s.release([name], "h1");
+    assert.equal(await first.next(5_000), true);
     assert.ok(performance.now() - t0 < 2_000);
-    const quiet = await s.waitForWake(name, 50);
-    assert.equal(quiet, false, "no wake-up: the poll bound ends the wait");
+    assert.equal(await second.next(50), false, "not first in line: no wake-up, the poll bound ends the wait");
+    first.close();
+    second.close();
+    stop();
+    assert.deepEqual(wakes, ["released head=w1"], "the uncontended release before it sent nothing");
   });
 });
 

@@ -46,3 +46,27 @@ let n = 0;
 export const fresh = (what = "k"): string => `${what}-${process.pid}-${++n}`;
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits for a mutex the way the lock engine will: an attempt with a ticket, then a wake-up or the
+ * poll bound, again; the ticket is refreshed by each attempt. Resolves with the grant.
+ */
+export async function acquireWaiting(
+  store: PostgresStore,
+  name: string,
+  hold: string,
+  ttlMs: number,
+  mode: "x" | "r" | "w" = "x",
+): Promise<{ token: bigint; validUntil: number }> {
+  const watch = store.watch(name, hold);
+  try {
+    for (;;) {
+      const r = await store.acquire({ names: [name], hold, owner: hold, mode, ttlMs, reentry: { kind: "fresh" }, ticketMs: 5_000 });
+      if (r.status === "founded" || r.status === "entered") return { token: r.token, validUntil: r.validUntil };
+      if (r.status !== "busy") throw new Error(`unexpected ${r.status}`);
+      await watch.next(r.waitMs + 5);
+    }
+  } finally {
+    watch.close();
+  }
+}

@@ -109,9 +109,9 @@ BEGIN
         VALUES (n, p_hold, p_owner, p_mode, p_permits, tok, ARRAY[p_entry], t + ttl);
       tokens := tokens || tok;
       DELETE FROM @schema.tickets d WHERE d.name = n AND d.ticket = p_hold;
-      -- Those behind us may be able to go too (readers, permits): tell them to look.
-      IF EXISTS (SELECT 1 FROM @schema.tickets y WHERE y.name = n) THEN
-        PERFORM pg_notify(@channel, 'r:' || n);
+      -- Those behind a reader or a semaphore holder may be able to go too: the next one looks.
+      IF p_mode IN ('r', 's') AND EXISTS (SELECT 1 FROM @schema.tickets y WHERE y.name = n) THEN
+        PERFORM @schema.wake(n);
       END IF;
     END LOOP;
     status := 'founded'; hold := p_hold; pttl_ms := p_ttl_ms;

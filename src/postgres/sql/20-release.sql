@@ -1,6 +1,7 @@
 -- release: gives the entry `p_entry` of the hold `p_hold` on `p_names` back. The hold ends with
--- its last entry; then (or when it had already expired) its rows are deleted and each name's
--- waiters are told ('r:<name>' on the channel, delivered at commit).
+-- its last entry; then (or when it had already expired) its rows are deleted, and when someone can
+-- care (a ticket waits, or the hold was a proclaimed leader) each name is woken (see wake): an
+-- uncontended release notifies nobody, since every NOTIFY takes a database-wide lock at commit.
 -- Returns 'held' (other entries remain, or this entry was already given back), 'freed' (the hold
 -- ended), 'gone' (no live hold: it expired, or was never there, or was released before).
 CREATE OR REPLACE FUNCTION @schema.release(p_names text[], p_hold text, p_entry text, OUT status text, OUT remaining integer)
@@ -15,7 +16,8 @@ BEGIN
   END LOOP;
   t := clock_timestamp();
   SELECT count(*) AS c, bool_and(x.expires_at > t) AS live, bool_or(p_entry = ANY (x.entries)) AS has,
-         max(cardinality(x.entries)) AS entries
+         max(cardinality(x.entries)) AS entries,
+         bool_or(x.value IS NOT NULL) OR EXISTS (SELECT 1 FROM @schema.tickets y WHERE y.name = ANY (p_names)) AS watched
     INTO k FROM @schema.holds x WHERE x.name = ANY (p_names) AND x.hold = p_hold;
   IF k.c = 0 THEN
     status := 'gone'; remaining := 0;
@@ -23,7 +25,9 @@ BEGIN
   END IF;
   IF NOT k.live THEN
     DELETE FROM @schema.holds d WHERE d.name = ANY (p_names) AND d.hold = p_hold;
-    FOREACH n IN ARRAY p_names LOOP PERFORM pg_notify(@channel, 'r:' || n); END LOOP;
+    IF k.watched THEN
+      FOREACH n IN ARRAY p_names LOOP PERFORM @schema.wake(n); END LOOP;
+    END IF;
     status := 'gone'; remaining := 0;
     RETURN;
   END IF;
@@ -37,7 +41,9 @@ BEGIN
     RETURN;
   END IF;
   DELETE FROM @schema.holds d WHERE d.name = ANY (p_names) AND d.hold = p_hold;
-  FOREACH n IN ARRAY p_names LOOP PERFORM pg_notify(@channel, 'r:' || n); END LOOP;
+  IF k.watched THEN
+    FOREACH n IN ARRAY p_names LOOP PERFORM @schema.wake(n); END LOOP;
+  END IF;
   status := 'freed'; remaining := 0;
 END
 $fn$;
@@ -56,7 +62,7 @@ BEGIN
   END LOOP;
   WITH d AS (DELETE FROM @schema.holds d WHERE d.name = ANY (p_names) AND d.hold = p_hold RETURNING d.expires_at)
     SELECT coalesce(bool_or(d.expires_at > clock_timestamp()), false) INTO ended FROM d;
-  FOREACH n IN ARRAY p_names LOOP PERFORM pg_notify(@channel, 'r:' || n); END LOOP;
+  FOREACH n IN ARRAY p_names LOOP PERFORM @schema.wake(n); END LOOP;
   RETURN ended;
 END
 $fn$;
@@ -73,7 +79,7 @@ BEGIN
   DELETE FROM @schema.tickets d WHERE d.name = ANY (p_names) AND d.ticket = p_ticket;
   GET DIAGNOSTICS gone = ROW_COUNT;
   IF gone > 0 THEN
-    FOREACH n IN ARRAY p_names LOOP PERFORM pg_notify(@channel, 'r:' || n); END LOOP;
+    FOREACH n IN ARRAY p_names LOOP PERFORM @schema.wake(n); END LOOP;
   END IF;
   RETURN gone;
 END

@@ -30,7 +30,7 @@ BEGIN
   WITH d AS (DELETE FROM @schema.holds d WHERE d.name = p_name RETURNING d.expires_at)
     SELECT count(*) FILTER (WHERE d.expires_at > clock_timestamp()) INTO ended FROM d;
   DELETE FROM @schema.tickets d WHERE d.name = p_name;
-  PERFORM pg_notify(@channel, 'r:' || p_name);
+  PERFORM @schema.wake(p_name);
   RETURN ended;
 END
 $fn$;
