@@ -5,6 +5,7 @@
  * PgBouncer. So every waiter also polls within a bound, and a reconnection tells every listener to
  * look again (`resync`), since notifications sent meanwhile are gone.
  */
+import { run } from "./calls.js";
 import type { PgPool, PgPoolClient, WakeUp } from "./types.js";
 
 type Listener = (wake: WakeUp) => void;
@@ -68,7 +69,7 @@ export class Wakeups {
       c.on("error", () => this.lost(c));
       c.on("end", () => this.lost(c));
       c.on("notification", (m) => this.deliver(m.payload));
-      await c.query({ text: `LISTEN "${this.channel}"` });
+      await run(c, `LISTEN "${this.channel}"`, [], performance.now() + this.boundMs, "listen", this.channel, c);
       if (this.closed) {
         c.release(true);
         return;
