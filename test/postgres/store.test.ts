@@ -187,6 +187,61 @@ describe("PostgreSQL store: shared modes and multi", () => {
   });
 });
 
+describe("PostgreSQL store: departures and the operator's calls", () => {
+  const ctx = postgresSuite();
+
+  it("a waiter that leaves lets the next one go, and the next is woken as first in line", async () => {
+    const s = ctx.store({ pollMs: 5_000 });
+    const name = fresh();
+    const ask = (hold: string) => s.acquire({ names: [name], hold, owner: hold, mode: "r", ttlMs: 5_000, reentry: { kind: "fresh" }, ticketMs: 5_000 });
+    await s.acquire({ names: [name], hold: "writer", owner: "writer", mode: "w", ttlMs: 5_000, reentry: { kind: "fresh" } });
+    await s.acquire({ names: [name], hold: "w2", owner: "w2", mode: "w", ttlMs: 5_000, reentry: { kind: "fresh" }, ticketMs: 5_000 });
+    assert.ok((await ask("r1")).status === "busy");
+    assert.equal(await s.listening(), true);
+    const watch = s.watch(name, "r1");
+    await s.release([name], "writer");
+    assert.equal(await watch.next(200), false, "the writer's release wakes w2, first in line, not r1");
+    await s.leave([name], "w2");
+    assert.equal(await watch.next(5_000), true, "w2 left: r1 is first in line now");
+    watch.close();
+    assert.equal((await ask("r1")).status, "founded");
+    assert.deepEqual((await s.inspect(name)).tickets, []);
+  });
+
+  it("forceRelease ends every hold and ticket; the holder learns it at its next renewal; the counter stays", async () => {
+    const s = ctx.store();
+    const name = fresh();
+    await s.acquire({ names: [name], hold: "h1", owner: "o", mode: "x", ttlMs: 60_000, reentry: { kind: "fresh" } });
+    await s.acquire({ names: [name], hold: "h2", owner: "o2", mode: "x", ttlMs: 60_000, reentry: { kind: "fresh" }, ticketMs: 60_000 });
+    const before = await s.inspect(name);
+    assert.deepEqual([before.holds.map((h) => h.hold), before.tickets.map((t) => t.ticket), before.counter], [["h1"], ["h2"], 1n]);
+    assert.equal(await s.forceRelease(name), 1);
+    assert.equal((await s.extend([name], "h1", 60_000)).live, false);
+    const after = await s.inspect(name);
+    assert.deepEqual([after.holds, after.tickets, after.counter], [[], [], 1n]);
+    const next = await s.acquire({ names: [name], hold: "h3", owner: "o3", mode: "x", ttlMs: 60_000, reentry: { kind: "fresh" } });
+    assert.ok(next.status === "founded" && next.token === 2n);
+  });
+
+  it("a multi-name hold waits in every name's queue and is renewed as one item", async () => {
+    const s = ctx.store();
+    const [a, b] = [fresh("m"), fresh("m")];
+    await s.acquire({ names: [b], hold: "pre", owner: "o", mode: "x", ttlMs: 5_000, reentry: { kind: "fresh" } });
+    const multi = () => s.acquire({ names: [a, b], hold: "m", owner: "m", mode: "x", ttlMs: 300, reentry: { kind: "fresh" }, ticketMs: 5_000 });
+    assert.equal((await multi()).status, "busy");
+    assert.deepEqual([(await s.inspect(a)).tickets.length, (await s.inspect(b)).tickets.length], [1, 1]);
+    assert.equal((await s.acquire({ names: [a], hold: "late", owner: "late", mode: "x", ttlMs: 5_000, reentry: { kind: "fresh" } })).status, "busy", "a's queue holds the multi-lock's ticket");
+    await s.release([b], "pre");
+    assert.equal((await multi()).status, "founded");
+    const [renewed] = await s.renew([{ kind: "hold", names: [a, b], id: "m", ttlMs: 5_000 }]);
+    assert.equal(renewed!.live, true);
+    await sleep(400);
+    assert.equal((await s.check([b, a], "m")).live, true);
+    await s.release([b], "m");
+    assert.equal((await s.check([a, b], "m")).live, false, "a release of one name ends the hold on it: the hold is no longer whole");
+  });
+});
+
 describe("PostgreSQL store: election and latch", () => {
   const ctx = postgresSuite();
 
