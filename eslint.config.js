@@ -3,7 +3,7 @@ import tseslint from "typescript-eslint";
 import { layerRules } from "./scripts/layers.mjs";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "src/scripts/lua.generated.ts", ".tmp/", ".readme-*/", "bench/results/", "docs/"] },
+  { ignores: ["dist/", "node_modules/", "src/scripts/lua.generated.ts", "src/postgres/sql.generated.ts", ".tmp/", ".readme-*/", "bench/results/", "docs/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

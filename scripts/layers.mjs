@@ -15,6 +15,8 @@ export const CHAIN = [
   { name: "adapters", members: ["src/adapters/"] },
   // The fencing guard talks to Redis through an endpoint, like a store does; nothing below uses it.
   { name: "store", members: ["src/store/", "src/guard.ts"] },
+  // The PostgreSQL store: its own protocol (PL/pgSQL) over a pg Pool, on the base layer only.
+  { name: "postgres", members: ["src/postgres/"] },
   { name: "quorum", members: ["src/quorum/"] },
   { name: "lease", members: ["src/lease/"] },
   { name: "waiting", members: ["src/waiting/"] },

@@ -205,6 +205,46 @@ export class ClosedError extends SurelockError {
   }
 }
 
+/**
+ * A fencing check refused a write: a newer fencing token than the caller's was already recorded
+ * for the resource, so the caller's lease was taken over. On PostgreSQL the check also aborted the
+ * caller's transaction: roll it back.
+ */
+export class FencedError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_FENCED`. */
+  static override readonly CODE = "ERR_SURELOCK_FENCED";
+  /** The fenced resource. */
+  readonly resource: string;
+  /** The caller's token. */
+  readonly token: bigint;
+  /** The newer token already recorded for the resource. */
+  readonly recorded: bigint;
+  constructor(resource: string, token: bigint, recorded: bigint, options?: { cause?: unknown }) {
+    super(FencedError.CODE, `write to "${resource}" fenced: token ${token} is older than the recorded ${recorded}`, options);
+    this.name = "FencedError";
+    this.resource = resource;
+    this.token = token;
+    this.recorded = recorded;
+  }
+}
+
+/**
+ * A store's schema cannot be used: it is missing and cannot be created (no privilege, or creation
+ * is turned off), or a privilege on its tables or functions is missing. `cause` is the database's
+ * error; retrying will not help until an operator grants the privilege or runs the migration.
+ */
+export class SchemaError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_SCHEMA`. */
+  static override readonly CODE = "ERR_SURELOCK_SCHEMA";
+  /** The schema's name. */
+  readonly schema: string;
+  constructor(schema: string, message: string, options?: { cause?: unknown }) {
+    super(SchemaError.CODE, `schema "${schema}": ${message}`, options);
+    this.name = "SchemaError";
+    this.schema = schema;
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === "string") return `${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)} (string)`;
   if (typeof value === "bigint") return `${value}n (bigint)`;
