@@ -18,6 +18,8 @@ export function isLeaseGone(error: unknown): boolean {
  */
 function isRecoverable(error: Error): boolean {
   if (Object.getOwnPropertySymbols(error).some((s) => s.description === "RecoverableError")) return true;
+  // cockatiel's BrokenCircuitError / IsolatedCircuitError: the client stopped trying a failing host for a while.
+  if (/Circuit/.test(error.constructor.name) || /circuit breaker/i.test(error.message)) return true;
   return /deadline|unavailable|closed|ECONNREFUSED|No connection established|timed? ?out/i.test(error.message) || error.constructor.name === "GRPCDeadlineExceededError";
 }
 

@@ -11,7 +11,7 @@ import type { IKeyValue, IRangeResponse, IRequestOp, ITxnResponse, Watcher } fro
 import { driftMs, systemClock, type Clock } from "../clock.js";
 import { Interruption, widelyWatched } from "../deadline.js";
 import {
-  ClosedError, ConflictError, InvalidArgumentError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError,
+  ClosedError, ConflictError, ConnectionError, InvalidArgumentError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError,
 } from "../errors.js";
 import { checkKey, checkOwner, checkPositiveInt, checkSignal, checkTimeout, checkTtl, MAX_DURATION_MS, MAX_PERMITS } from "../validate.js";
 import { bounded, isEtcdClient, isLeaseGone, typed, type EtcdClient } from "./calls.js";
@@ -178,7 +178,17 @@ export class EtcdStore {
       try {
         res = await this.#release(key, ref, seen.mod, rest.length === 0 ? undefined : next);
       } catch (error) {
-        if (deleting) this.#releaseFailed(tracked);
+        if (rest.length === 0) {
+          // Whether the delete ran is unknown, and the session would keep the key alive forever:
+          // the hold is over for its caller, and its key is deleted in the background until it is gone.
+          if (tracked && tracked.ref.token === ref.token) {
+            tracked.released = true;
+            this.#forget(tracked);
+            this.#abandon(ref.key, { id: ref.lease, signal: tracked.ownLease ? this.#closing.signal : this.#session.current?.signal ?? this.#closing.signal, own: !!tracked.ownLease });
+          } else {
+            this.#abandon(ref.key, { id: ref.lease, signal: this.#closing.signal, own: false });
+          }
+        }
         throw error;
       }
       if (res.succeeded) {
@@ -557,7 +567,13 @@ export class EtcdStore {
             ? { key: st.key, from: view.revision + 1n, only: "delete" }
             : { prefix, from: view.revision + 1n, only: "delete" });
           // A wake-up says only that something changed: who holds is read again, every time.
-          view = await waiting.race(this.#list(prefix));
+          try {
+            view = await waiting.race(this.#list(prefix));
+          } catch (error) {
+            // A failed read (a leader election, a member down) is tried again after the next wake-up;
+            // the deadline and the session's life bound how long.
+            if (!(error instanceof ConnectionError) || waiting.signal.aborted) throw error;
+          }
         } finally {
           waiting.dispose();
         }

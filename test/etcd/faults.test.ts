@@ -1,0 +1,129 @@
+// The etcd store under real faults: a client cut off from the cluster (its keep-alives stall past
+// the TTL), a cluster nobody can reach, the leader killed under contention, a watch revision compacted.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ConnectionError, LockLostError } from "../../src/errors.js";
+import type { Held } from "../../src/etcd/index.js";
+import { aborted, within } from "../helpers/fixtures.js";
+import { fresh, startWorld, uid, type EtcdWorld } from "./support.js";
+
+describe("etcd store: faults on a 3-member cluster", () => {
+  let world: EtcdWorld;
+  before(async () => {
+    world = await startWorld();
+  });
+  after(() => world.stop());
+
+  it("a keep-alive stalled past the TTL: the loss fires at held-until, before anyone else gets the lock", async () => {
+    const cut = world.store({ members: [0] });
+    const other = world.store({ members: [1, 2] });
+    const name = uid("stall/");
+    const held = await cut.acquire(fresh(name));
+    const waiting = other.acquire(fresh(name, { timeoutMs: 20_000 })).then((h) => ({ h, at: performance.now() }));
+    world.cluster.members[0]!.proxy.blackhole();
+    try {
+      const reason = await aborted(held.signal, 10_000);
+      const lostAt = performance.now();
+      const until = held.heldUntil();
+      assert.ok(reason instanceof LockLostError, String(reason));
+      assert.ok(["unreachable", "expired"].includes(reason.reason));
+      assert.ok(lostAt >= until - 5, `not before held-until (${(until - lostAt).toFixed(0)} ms early)`);
+      assert.ok(lostAt - until < 500, `on time (${(lostAt - until).toFixed(0)} ms late)`);
+      const next = await within(15_000, waiting, "the other store's grant");
+      assert.ok(next.at > lostAt, "no overlap: the next holder came after the loss");
+      assert.ok(next.h.ref.token > held.ref.token);
+      await other.release(next.h.ref, next.h.ref.hold);
+    } finally {
+      world.cluster.members[0]!.proxy.pass();
+    }
+  });
+
+  it("an unreachable cluster: a ConnectionError within the request bound, never a hang", async () => {
+    const s = world.store({ members: [0, 1, 2], requestTimeoutMs: 800 });
+    for (const m of world.cluster.members) m.proxy.blackhole();
+    try {
+      const started = performance.now();
+      await within(8_000, assert.rejects(s.acquire(fresh(uid("down/"), { timeoutMs: 60_000 })), ConnectionError), "the acquire");
+      assert.ok(performance.now() - started < 4_000, `bounded (${(performance.now() - started).toFixed(0)} ms)`);
+    } finally {
+      for (const m of world.cluster.members) m.proxy.pass();
+    }
+  });
+
+  it("the leader killed under contention: no two holders at once, fenced counter exact, tokens rising", async () => {
+    const stores = [world.store(), world.store(), world.store()];
+    const name = uid("leader/");
+    const counter = uid("counter/");
+    const client = world.client();
+    await client.put(counter).value("0");
+    // Who is inside now: a second holder while the first still trusts its hold is an overlap.
+    let current: Held | undefined;
+    let overlaps = 0;
+    let done = 0;
+    const tokens: bigint[] = [];
+    const failures: unknown[] = [];
+    const stopAt = performance.now() + 6_000;
+    const worker = async (i: number): Promise<void> => {
+      const store = stores[i % stores.length]!;
+      while (performance.now() < stopAt) {
+        let h: Held;
+        try {
+          h = await store.acquire(fresh(name, { timeoutMs: 10_000 }));
+        } catch (error) {
+          failures.push(error);
+          continue;
+        }
+        if (current && !current.signal.aborted) overlaps++;
+        current = h;
+        try {
+          const value = Number(await client.get(counter).string());
+          const wrote = await store.fenced(h.ref, [{ request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } }]);
+          if (wrote.ok) {
+            done++;
+            tokens.push(h.ref.token);
+          }
+        } catch (error) {
+          failures.push(error);
+        } finally {
+          if (current === h) current = undefined;
+        }
+        await store.release(h.ref, h.ref.hold).catch((e: unknown) => failures.push(e));
+      }
+    };
+    const workers = Array.from({ length: 6 }, (_, i) => worker(i));
+    await new Promise((r) => setTimeout(r, 1_500));
+    const leader = await world.cluster.leader();
+    await leader.kill();
+    await new Promise((r) => setTimeout(r, 1_500));
+    await leader.restart();
+    await within(40_000, Promise.all(workers), "the workers");
+    assert.equal(overlaps, 0, "never two holders");
+    assert.ok(done > 10, `progress (${done} sections)`);
+    assert.equal(Number(await client.get(counter).string()), done, "every fenced write counted once");
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, "tokens rise in section order");
+    for (const f of failures) assert.ok(f instanceof ConnectionError || f instanceof LockLostError, `typed failure: ${String(f)}`);
+  });
+
+  it("a watch from a compacted revision fails rather than staying silent (the store then re-reads the queue)", async () => {
+    const client = world.client();
+    const key = uid("compact/");
+    const first = await client.put(key).value("1").exec();
+    await client.put(key).value("2");
+    const latest = await client.put(key).value("3").exec();
+    await client.kv.compact({ revision: latest.header.revision, physical: true });
+    const w = client.watch().key(key).startRevision(first.header.revision).only("delete").watcher();
+    const failed = new Promise<unknown>((resolve) => w.on("error", resolve));
+    assert.ok((await within(5_000, failed, "the watch's failure")) instanceof Error);
+    void w.cancel().catch(() => undefined);
+    // A waiter whose queue was written, compacted and released still gets the lock.
+    const s = world.store();
+    const name = uid("compact-lock/");
+    const h = await s.acquire(fresh(name));
+    const w2 = s.acquire(fresh(name, { timeoutMs: 10_000 }));
+    const now = await client.put(uid("bump/")).value("x").exec();
+    await client.kv.compact({ revision: now.header.revision, physical: true });
+    await s.release(h.ref, h.ref.hold);
+    const next = await within(5_000, w2, "the waiter");
+    await s.release(next.ref, next.ref.hold);
+  });
+});
