@@ -89,6 +89,7 @@ export class Generation {
     try {
       await this.session.keepalive(this);
       this.#schedule(this.ttlMs / 3);
+      if (this.alive) this.session.onRenewed();
     } catch (error) {
       this.failed(error);
       // Try again soon: the keys are lost anyway once heldUntil passes without an answer.
@@ -124,6 +125,8 @@ export class Session {
     /** The TTL asked for; etcd may grant more (its minimum), and counts in seconds. */
     readonly ttlMs: number,
     readonly requestMs: number,
+    /** Called after each acknowledged keep-alive round (the store checks its holds' keys then). */
+    readonly onRenewed: () => void = () => undefined,
   ) {}
 
   /** The live generation, granting a new lease when there is none. */

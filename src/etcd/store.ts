@@ -7,7 +7,7 @@
  * lease: the instance's session (renewed by the watchdog, see session.ts) or a lease of its own
  * (`leaseTimeMs`, never renewed).
  */
-import type { IKeyValue, IRangeResponse, IRequestOp, ITxnResponse, Watcher } from "etcd3";
+import type { IKeyValue, IRangeResponse, IRequestOp, ITxnResponse } from "etcd3";
 import { driftMs, systemClock, type Clock } from "../clock.js";
 import { Interruption, widelyWatched } from "../deadline.js";
 import {
@@ -45,12 +45,9 @@ interface Tracked {
   heldUntil: () => number;
   /** The hold's own lease, when it has one (leaseTimeMs). */
   ownLease?: { id: string; timer: unknown };
-  watcher?: Watcher;
   released: boolean;
-  /** A deleting release is on the wire: its own delete event is not a loss. */
+  /** A deleting release is on the wire: its key missing from a check is not a loss. */
   releasing: boolean;
-  /** The key's delete event seen while `releasing`: a loss after all if the release fails. */
-  deletedMeanwhile: boolean;
 }
 
 const CAPABILITIES: Capabilities = {
@@ -78,6 +75,7 @@ export class EtcdStore {
   readonly #session: Session;
   readonly #holds = new Map<string, Tracked>();
   readonly #closing = widelyWatched();
+  #verifying = false;
 
   constructor(options: EtcdStoreOptions) {
     if (typeof options !== "object" || options === null) throw new InvalidArgumentError("options", options, "an object");
@@ -88,7 +86,7 @@ export class EtcdStore {
     this.#requestMs = options.requestTimeoutMs === undefined ? 5_000 : checkPositiveInt("options.requestTimeoutMs", options.requestTimeoutMs, MAX_DURATION_MS);
     this.#recheckMs = options.recheckMs === undefined ? 2_000 : checkPositiveInt("options.recheckMs", options.recheckMs, MAX_DURATION_MS);
     this.#clock = options.clock ?? systemClock;
-    this.#session = new Session(this.#client, this.#clock, ttl, this.#requestMs);
+    this.#session = new Session(this.#client, this.#clock, ttl, this.#requestMs, () => void this.#verify());
   }
 
   /** Limits as of now (the session's TTL is the one etcd granted once a session exists). */
@@ -225,12 +223,42 @@ export class EtcdStore {
     );
   }
 
-  /** A deleting release did not happen (or may not have): a delete seen meanwhile was someone else's. */
+  /** A deleting release found the key changed: the next check tells whether the hold is gone. */
   #releaseFailed(t: Tracked): void {
     t.releasing = false;
-    if (t.deletedMeanwhile && !t.released) {
-      t.controller.abort(new LockLostError(t.ref.name, "taken", "its key was deleted"));
-      this.#forget(t);
+  }
+
+  /**
+   * After each session keep-alive: one Txn compares every hold's key with its creation revision
+   * (64 to a Txn); only when one differs are the keys read, and a hold whose key is gone or is
+   * another's is lost (`taken`) then. A hold's key can go while its lease lives only by a
+   * force-release; this costs one request a round instead of a watch per hold.
+   */
+  async #verify(): Promise<void> {
+    if (this.#verifying) return;
+    this.#verifying = true;
+    try {
+      const list = [...this.#holds.values()].filter((t) => !t.released && !t.releasing);
+      for (let i = 0; i < list.length; i += 64) {
+        const chunk = list.slice(i, i + 64);
+        const res = await this.#txn(
+          chunk.map((t) => ({ key: Buffer.from(t.ref.key), target: "Create" as const, result: "Equal" as const, create_revision: t.ref.token.toString() })),
+          [],
+          chunk.map((t) => ({ request_range: { key: Buffer.from(t.ref.key) } })),
+          "a check of the holds",
+        );
+        if (res.succeeded) continue;
+        chunk.forEach((t, j) => {
+          const kv = res.responses[j]?.response_range?.kvs[0];
+          if ((kv && BigInt(kv.create_revision) === t.ref.token) || t.released || t.releasing) return;
+          t.controller.abort(new LockLostError(t.ref.name, "taken", "its key was deleted (force-released)"));
+          this.#forget(t);
+        });
+      }
+    } catch {
+      // The next round checks again; the session's own expiry bounds how long a hold is trusted.
+    } finally {
+      this.#verifying = false;
     }
   }
 
@@ -547,7 +575,7 @@ export class EtcdStore {
       for (;;) {
         const st: Standing = standing(view.queue, myToken);
         if (st.kind === "holding") {
-          const held = this.#track(req.name, key, myToken, req.mode, value, modRevision, lease, created.sentAt, req.leaseTimeMs, view.revision);
+          const held = this.#track(req.name, key, myToken, req.mode, value, modRevision, lease, created.sentAt, req.leaseTimeMs);
           return held;
         }
         if (st.kind === "absent") {
@@ -623,11 +651,10 @@ export class EtcdStore {
   #track(
     name: string, key: string, token: bigint, mode: LockMode, value: HolderValue, modRevision: bigint,
     lease: { id: string; signal: AbortSignal; heldUntil: () => number; own: boolean }, sentAt: number, leaseTimeMs: number | undefined,
-    revision: bigint,
   ): Held {
     const controller = widelyWatched();
     const ref: HoldRef = { name, hold: key.slice(key.lastIndexOf("/") + 1), key, token, mode, lease: lease.id, leaseKind: lease.own ? "own" : "session" };
-    const t: Tracked = { ref, controller, value, modRevision, heldUntil: lease.heldUntil, released: false, releasing: false, deletedMeanwhile: false };
+    const t: Tracked = { ref, controller, value, modRevision, heldUntil: lease.heldUntil, released: false, releasing: false };
     if (lease.own) {
       const until = sentAt + leaseTimeMs! - driftMs(leaseTimeMs!);
       t.ownLease = { id: lease.id, timer: this.#expireAt(t, until) };
@@ -640,19 +667,6 @@ export class EtcdStore {
       else lease.signal.addEventListener("abort", onLoss, { once: true });
       controller.signal.addEventListener("abort", () => lease.signal.removeEventListener("abort", onLoss), { once: true });
     }
-    // Its key deleted by someone else (force-release) or by etcd (the lease ended first there): lost now.
-    const w = this.#client.watch().key(key).startRevision((revision + 1n).toString()).only("delete").watcher();
-    w.on("error", () => undefined);
-    w.on("delete", () => {
-      if (t.released) return;
-      if (t.releasing) {
-        t.deletedMeanwhile = true;
-        return;
-      }
-      controller.abort(new LockLostError(name, "taken", "its key was deleted"));
-      this.#forget(t);
-    });
-    t.watcher = w;
     this.#holds.set(key, t);
     return { status: "founded", ref, signal: controller.signal, heldUntil: () => t.heldUntil() };
   }
@@ -681,9 +695,6 @@ export class EtcdStore {
   #forget(t: Tracked): void {
     if (this.#holds.get(t.ref.key) === t) this.#holds.delete(t.ref.key);
     if (t.ownLease) this.#clock.clearTimeout(t.ownLease.timer);
-    const w = t.watcher;
-    t.watcher = undefined;
-    if (w) w.cancel().catch(() => undefined);
   }
 
   /**
