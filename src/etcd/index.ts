@@ -4,5 +4,5 @@
  */
 export { EtcdStore, type EtcdStoreOptions } from "./store.js";
 export type {
-  AcquireRequest, Bounds, Capabilities, Feature, Held, HolderInfo, HoldRef, LatchState, LeaderInfo, LockInfo, LockMode, ReleaseResult, Reentry,
+  AcquireRequest, Bounds, Capabilities, Feature, Held, HolderInfo, HoldRef, LatchState, LeaderInfo, LockInfo, LockMode, NamedLockStore, ReleaseResult, Reentry,
 } from "./types.js";

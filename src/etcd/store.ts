@@ -19,7 +19,7 @@ import { decodeHolder, encodeHolder, modeLetter, modeOf, prefixOf, rangeEnd, typ
 import { Session, SessionLost, type Generation } from "./session.js";
 import { standing, type Queued, type Standing } from "./standing.js";
 import type {
-  AcquireRequest, Bounds, Capabilities, Feature, Held, HolderInfo, HoldRef, LatchState, LeaderInfo, LockInfo, LockMode, ReleaseResult,
+  AcquireRequest, Bounds, Capabilities, Feature, Held, HolderInfo, HoldRef, LatchState, LeaderInfo, LockInfo, LockMode, NamedLockStore, ReleaseResult,
 } from "./types.js";
 
 export interface EtcdStoreOptions {
@@ -65,7 +65,7 @@ const WHY_NOT: Record<Feature, string> = {
 /** One CAS loop's bound: past it, the key is changing faster than we can write it. */
 const CAS_TRIES = 16;
 
-export class EtcdStore {
+export class EtcdStore implements NamedLockStore {
   readonly capabilities: Capabilities = CAPABILITIES;
   readonly #client: EtcdClient;
   readonly #root: string;
@@ -532,7 +532,7 @@ export class EtcdStore {
       n: req.mode.kind === "semaphore" ? req.mode.limit : 0, e: [req.entry], ...(proclaimed === undefined ? {} : { v: proclaimed }),
     };
     // The lease the key lives under, and how long it is trusted.
-    let lease: { id: string; signal: AbortSignal; heldUntil: () => number; own: boolean };
+    let lease: { id: string; signal: AbortSignal; heldUntil: () => number; own: boolean; gen?: Generation };
     let created: { res: ITxnResponse; sentAt: number } | undefined;
     for (let attempt = 0; ; attempt++) {
       const sentAt = this.#clock.now();
@@ -542,7 +542,7 @@ export class EtcdStore {
         lease = { id: own.id, signal: this.#closing.signal, heldUntil: () => until, own: true };
       } else {
         const g: Generation = await stop.race(this.#session.lease());
-        lease = { id: g.id, signal: g.signal, heldUntil: () => g.heldUntil(), own: false };
+        lease = { id: g.id, signal: g.signal, heldUntil: () => g.heldUntil(), own: false, gen: g };
       }
       const list: IRequestOp = { request_range: { key: Buffer.from(prefix), range_end: rangeEnd(prefix), sort_target: "Create", sort_order: "Ascend" } };
       const putting = this.#txn(
@@ -579,8 +579,12 @@ export class EtcdStore {
           return held;
         }
         if (st.kind === "absent") {
-          throw lease.signal.aborted
-            ? this.#lost(req.name, lease.signal.reason)
+          // Its own key is gone: never a holder. Whether its lease ended or someone deleted the key,
+          // a keep-alive tells (etcd answers TTL 0 for a lease that is gone).
+          if (lease.gen && !lease.signal.aborted) await this.#session.keepalive(lease.gen).catch(() => undefined);
+          const ended = lease.signal.aborted || (lease.own && this.#clock.now() >= lease.heldUntil());
+          throw ended
+            ? this.#lost(req.name, lease.signal.aborted ? lease.signal.reason : new SessionLost("expired", "its leaseTime ran out while it waited"))
             : new LockLostError(req.name, "taken", "its waiting key was deleted (force-released) while it waited");
         }
         if (st.kind === "conflict") {

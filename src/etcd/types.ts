@@ -147,3 +147,32 @@ export interface Bounds {
   /** How often a waiter re-reads the queue even without a wake-up (a watch can be silent in a partition). */
   readonly recheckMs: number;
 }
+
+/**
+ * The seam the etcd store offers the layers above: locks by name, holds by id, typed coordination
+ * operations, wake-ups and lease life inside the store. `EtcdStore` implements it.
+ */
+export interface NamedLockStore {
+  readonly capabilities: Capabilities;
+  bounds(): Bounds;
+  /** Throws UnsupportedError naming `feature`: for what `capabilities` says is not offered. */
+  require(feature: Feature): never;
+  /** Acquires or re-enters, waiting (on the store's own wake-ups) up to `timeoutMs`. */
+  acquire(req: AcquireRequest): Promise<Held>;
+  /** Several names as one hold (sorted order, all or none). */
+  acquireAll(names: readonly string[], req: Omit<AcquireRequest, "name">): Promise<Held[]>;
+  release(ref: HoldRef, entry: string): Promise<ReleaseResult>;
+  /** Renews now; the new held-until instant. */
+  extend(ref: HoldRef, ttlMs: number): Promise<number>;
+  check(ref: HoldRef): Promise<boolean>;
+  campaign(req: Omit<AcquireRequest, "mode" | "reentry"> & { readonly value: string }): Promise<Held>;
+  proclaim(ref: HoldRef, value: string): Promise<void>;
+  readLeader(name: string): Promise<LeaderInfo | undefined>;
+  resign(ref: HoldRef): Promise<ReleaseResult>;
+  countDown(name: string, id: string, ttlMs: number): Promise<boolean>;
+  readLatch(name: string, count: number): Promise<LatchState>;
+  awaitLatch(name: string, count: number, timeoutMs: number, signal?: AbortSignal): Promise<LatchState>;
+  inspect(name: string): Promise<LockInfo>;
+  forceRelease(name: string): Promise<number>;
+  close(): Promise<void>;
+}

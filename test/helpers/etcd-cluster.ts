@@ -36,10 +36,20 @@ export interface EtcdMember {
   restart(): Promise<void>;
 }
 
+/** A private line to every member (proxies of its own): one client's faults, others untouched. */
+export interface EtcdLine {
+  readonly hosts: string[];
+  readonly proxies: readonly TcpProxy[];
+  /** Cuts (or restores) this line to every member: a client whose keep-alives stall. */
+  cut(on: boolean): void;
+}
+
 export interface EtcdCluster {
   readonly members: readonly EtcdMember[];
   /** Every member's endpoint through the switchboard, for `new Etcd3({ hosts })`. */
   readonly hosts: string[];
+  /** Opens a private line (closed with the cluster). */
+  line(): Promise<EtcdLine>;
   leader(): Promise<EtcdMember>;
   stop(): Promise<void>;
 }
@@ -182,9 +192,10 @@ export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<Etcd
     const proxy = await startProxy({ host: HOST, port: ports[i]! });
     members.push(new Member(names[i]!, ports[i]!, ports[size + i]!, proxy, path.join(root, names[i]!), initialCluster, heartbeatMs));
   }
+  const lines: TcpProxy[] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(members.map((m) => m.kill()));
-    await Promise.all(members.map((m) => m.proxy.close()));
+    await Promise.all([...members.map((m) => m.proxy.close()), ...lines.map((p) => p.close())]);
     rmSync(root, { recursive: true, force: true });
   };
   try {
@@ -197,6 +208,17 @@ export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<Etcd
   return {
     members,
     hosts: members.map((m) => m.endpoint),
+    async line() {
+      const proxies = await Promise.all(members.map((m) => startProxy({ host: HOST, port: m.clientPort })));
+      lines.push(...proxies);
+      return {
+        hosts: proxies.map((p) => `${HOST}:${p.port}`),
+        proxies,
+        cut(on) {
+          for (const p of proxies) if (on) p.blackhole(); else p.pass();
+        },
+      };
+    },
     async leader() {
       const until = performance.now() + 20_000;
       for (;;) {
