@@ -59,8 +59,6 @@ describe("etcd store: faults on a 3-member cluster", () => {
     // Who is inside now: a second holder while the first still trusts its hold is an overlap.
     let current: Held | undefined;
     let overlaps = 0;
-    let done = 0;
-    const tokens: bigint[] = [];
     const failures: unknown[] = [];
     const readFailures: unknown[] = [];
     const stopAt = performance.now() + 6_000;
@@ -90,11 +88,11 @@ describe("etcd store: faults on a 3-member cluster", () => {
             throw e;
           });
           phase[i] = "fenced";
-          const wrote = await store.fenced(h.ref, [{ request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } }]);
-          if (wrote.ok) {
-            done++;
-            tokens.push(h.ref.token);
-          }
+          // A second key per write, with its token: a write whose reply is lost still counts.
+          await store.fenced(h.ref, [
+            { request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } },
+            { request_put: { key: Buffer.from(`${counter}/${h.ref.hold}`), value: Buffer.from(h.ref.token.toString()) } },
+          ]);
         } catch (error) {
           failures.push(error);
         } finally {
@@ -114,10 +112,13 @@ describe("etcd store: faults on a 3-member cluster", () => {
     await within(40_000, Promise.all(workers), "the workers").catch((e: unknown) => {
       throw new Error(`${String(e)}; phases: ${phase.join(", ")}`);
     });
+    const landed = (await client.kv.range({ key: Buffer.from(`${counter}/`), range_end: Buffer.from(`${counter}0`), sort_target: "Create", sort_order: "Ascend" })).kvs;
+    const done = landed.length;
+    const tokens = landed.map((kv) => BigInt(kv.value.toString()));
     assert.equal(overlaps, 0, "never two holders");
     assert.ok(done > 10, `progress (${done} sections)`);
     assert.equal(Number(await client.get(counter).string()), done, "every fenced write counted once");
-    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, "tokens rise in section order");
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, "tokens rise in commit order");
     for (const f of failures.filter((x) => !readFailures.includes(x))) {
       assert.ok(f instanceof ConnectionError || f instanceof LockLostError, `typed failure: ${String(f)}`);
     }

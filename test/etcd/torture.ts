@@ -5,8 +5,9 @@
 //   node --import tsx test/etcd/torture.ts [--seconds 600] [--stores 4] [--workers 3] [--seed 1]
 //
 // Checks: no section starts while another holder still trusts its hold (its signal not aborted and
-// its held-until not passed); the counter equals the fenced writes that succeeded; ordered by the
-// revision each write committed at, their fencing tokens strictly rise. Exits 1 on a violation.
+// its held-until not passed); the counter equals the fenced writes that landed (each leaves a key
+// with its token, so a write whose reply was lost counts too); ordered by the revision each write
+// committed at, their fencing tokens strictly rise. Exits 1 on a violation.
 import { Etcd3 } from "etcd3";
 import { ConnectionError, LockLostError, LockTimeoutError } from "../../src/errors.js";
 import { EtcdStore, type Held } from "../../src/etcd/index.js";
@@ -80,8 +81,11 @@ async function main(): Promise<number> {
       current = h;
       try {
         const value = Number(await admin.get(counter).string());
-        const res = await store.fenced(h.ref, [{ request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } }]);
-        if (res.ok) writes.push({ revision: BigInt(res.response.header.revision), token: h.ref.token });
+        // Each write also leaves a key of its own with its token: a write whose reply was lost is counted too.
+        await store.fenced(h.ref, [
+          { request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } },
+          { request_put: { key: Buffer.from(`${counter}/${id}`), value: Buffer.from(h.ref.token.toString()) } },
+        ]);
         sections++;
       } catch (e) {
         count(e);
@@ -126,12 +130,14 @@ async function main(): Promise<number> {
   try {
     await Promise.all([nemesis(), ...stores.flatMap((s) => Array.from({ length: WORKERS }, () => worker(s)))]);
     const final = Number(await admin.get(counter).string());
+    const landed = await admin.kv.range({ key: Buffer.from(`${counter}/`), range_end: Buffer.from(`${counter}0`) });
+    for (const kv of landed.kvs) writes.push({ revision: BigInt(kv.create_revision), token: BigInt(kv.value.toString()) });
     if (final !== writes.length) violations.push(`counter ${final}, fenced writes ${writes.length}`);
     writes.sort((a, b) => (a.revision < b.revision ? -1 : 1));
     for (let i = 1; i < writes.length; i++) {
       if (writes[i]!.token <= writes[i - 1]!.token) violations.push(`fenced write at revision ${writes[i]!.revision} has token ${writes[i]!.token} after ${writes[i - 1]!.token}`);
     }
-    log(`${sections} sections, ${writes.length} fenced writes, counter ${final}; failures: ${JSON.stringify(Object.fromEntries(errors))}`);
+    log(`${sections} sections, ${writes.length} fenced writes landed, counter ${final}; failures: ${JSON.stringify(Object.fromEntries(errors))}`);
   } finally {
     await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
     for (const c of clients) c.close();
