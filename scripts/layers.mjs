@@ -14,7 +14,8 @@ export const CHAIN = [
   { name: "scripts", members: ["src/scripts/"] },
   { name: "adapters", members: ["src/adapters/"] },
   // The fencing guard talks to Redis through an endpoint, like a store does; nothing below uses it.
-  { name: "store", members: ["src/store/", "src/guard.ts"] },
+  // The etcd store (src/etcd/) is a store of its own kind, over the etcd3 client rather than an endpoint.
+  { name: "store", members: ["src/store/", "src/guard.ts", "src/etcd/"] },
   // The PostgreSQL store: its own protocol (PL/pgSQL) over a pg Pool, on the base layer only.
   { name: "postgres", members: ["src/postgres/"] },
   { name: "quorum", members: ["src/quorum/"] },

@@ -151,12 +151,12 @@ describe("npm pack of a fresh checkout", () => {
     assert.deepEqual(packed.filter((f) => /^(test|src|node_modules)\//.test(f) || f.endsWith(".map")), []);
   });
 
-  it("the package has no dependencies (wasmoon is an optional peer, of surelock/testing only; pg one of the PostgreSQL store), and the scratch project has no ioredis", async () => {
+  it("the package has no dependencies (wasmoon is an optional peer of surelock/testing; pg of the PostgreSQL store, etcd3 of the etcd store), and the scratch project has no ioredis", async () => {
     const manifest = JSON.parse(readFileSync(join(scratch, "node_modules", "surelock", "package.json"), "utf8")) as Record<string, unknown>;
     assert.equal(manifest.dependencies, undefined);
-    assert.deepEqual(Object.keys(manifest.peerDependencies as object), ["wasmoon", "pg"]);
-    assert.deepEqual(manifest.peerDependenciesMeta, { wasmoon: { optional: true }, pg: { optional: true } });
-    for (const name of ["ioredis", "wasmoon", "pg"]) {
+    assert.deepEqual(Object.keys(manifest.peerDependencies as object), ["wasmoon", "pg", "etcd3"]);
+    assert.deepEqual(manifest.peerDependenciesMeta, { wasmoon: { optional: true }, pg: { optional: true }, etcd3: { optional: true } });
+    for (const name of ["ioredis", "wasmoon", "pg", "etcd3"]) {
       const r = await runProcess(process.execPath, ["-e", `require.resolve('${name}')`], { cwd: scratch, timeoutMs: RUN_MS });
       assert.notEqual(r.code, 0, `${name} cannot be resolved from the scratch project`);
     }
