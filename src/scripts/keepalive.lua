@@ -17,7 +17,7 @@
 -- release would grant to); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position, counter} waiting (counter: the lock's counter now); {3} its hold was granted and
+-- {0, position, counter} waiting (counter: the lock's counter now, as in acquire.lua); {3} its hold was granted and
 -- given back already (a late refresh: nothing done). A multi-key waiter is never granted: {2}
 -- when every lock is free with no line held ahead of it (or when it held the lines back while a
 -- lock was taken: its attempt stands aside), {0, position, 0} otherwise (position -1, not
@@ -72,7 +72,7 @@ while i <= #ARGV do
       local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
       -- Its turn: the lock is free and it heads the line (multiLock waiters passed over stand aside).
       local head = liveHead(queue, tickets)
-      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
+      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, counterNow(st[3])} end
     end
     i = i + 5
   elseif kind == 'm' then
@@ -120,7 +120,7 @@ while i <= #ARGV do
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, take, mode, owner)
       if position == 0 and fits(state, holders, mode, take, owner) then out[#out + 1] = {2}
-      else out[#out + 1] = {0, position, tonumber(redis.call('HGET', state, 'c')) or 0} end
+      else out[#out + 1] = {0, position, counterNow(redis.call('HGET', state, 'c'))} end
     end
     i = i + 7
   end
