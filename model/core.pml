@@ -216,8 +216,9 @@ bool bad_lost;              /* a release that succeeded was answered "lost" */
 #define W_STALE_REFUSED 256     /* the guard refused a write with a lower token */
 #define W_WRITE_REPLAY 512      /* the guard recognised a replayed write */
 #define W_SKEWED 1024           /* a client's clock fell SKEW ticks behind */
+#define W_QUEUED_NO_HASH 2048   /* a "queued" reply ran while the lock had no hash (its counter gone) */
 #ifdef WITNESS
-unsigned seen : 11;
+unsigned seen : 12;
 unsigned wgranted : 12;         /* tickets that were granted */
 #define SEEN(b) seen = seen | (b)
 #else

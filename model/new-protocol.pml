@@ -35,10 +35,25 @@
  *   FIX_TOMBSTONE    every release leaves a tombstone (its entry id) in a key of its own that
  *                    lives for the counter retention, so that its replay answers as the first run
  *                    did even after the hash expired (with the hold, or with a successor's hold)
+ *   FIX_COUNTER_EPOCH a "queued" reply made while the lock has no hash carries what any hash
+ *                    born later starts above (the server clock in µs; here the global counter),
+ *                    not 0: a 0 reads as "before" a grant whose hold (and hash) expired unused
+ *
+ * REFRESH_STANDS: a ticket refresh that finds its ticket out of line (served by a grant whose
+ * hold expired, or lapsed) and no tombstone of its hold stands it again at the back, as
+ * keepalive.lua does; it answers "attempt now" (nothing the client counts) when that leaves it at
+ * the head of a free lock. Without it a refresh answers "gone" there (a simpler world).
  */
 #include "core.pml"
 
 /* ---- Redis ------------------------------------------------------------------------------- */
+/* the counter a "queued" reply carries */
+#ifdef FIX_COUNTER_EPOCH
+#define QCNT cnt
+#else
+#define QCNT (hash -> cnt : 0)
+#endif
+
 bool hash;                      /* the lock's hash exists */
 unsigned hexp : TIMEBITS;       /* its expiry instant (PTTL), server clock */
 unsigned cnt : 4;               /* c: the fencing counter (a reborn hash starts above every token issued) */
@@ -150,7 +165,9 @@ inline s_attempt(kk) {
   :: hid == 0 ->
      prune();
      if
-     :: qn > 0 && q[0].ticket != pend[kk].e -> enqueue(pend[kk].e); pend[kk].rc = QUEUED; pend[kk].rv = cnt
+     :: qn > 0 && q[0].ticket != pend[kk].e ->
+        enqueue(pend[kk].e); pend[kk].rc = QUEUED; pend[kk].rv = QCNT;
+        if :: !hash -> SEEN(W_QUEUED_NO_HASH) :: else fi
      :: else ->
         if :: qn > 0 -> qpop() :: else fi;
         found(pend[kk].e, pend[kk].ttl, false);
@@ -193,7 +210,9 @@ inline s_release(i, kk) {
      :: hn == 0 ->
         x = OWNER(hid);
         if
-        :: cl[x].hold == hid && (cl[x].ent1 == IN || cl[x].ent2 == IN) -> bad_free = true
+        /* its owner's hold: the same id and token (a ticket is the id of every hold its waiter
+           founds or is granted, so one id may name a hold that expired and a later grant) */
+        :: cl[x].hold == hid && cl[x].tok == htok && (cl[x].ent1 == IN || cl[x].ent2 == IN) -> bad_free = true
         :: else
         fi;
         printf("t=%d redis: hold %d (token %d) released\n", now, hid, htok);
@@ -224,8 +243,24 @@ inline s_refresh(kk) {
      :: else -> break
      od;
      if
-     :: j < qn && q[j].dl > now -> q[j].dl = now + L; pend[kk].rc = QUEUED; pend[kk].rv = cnt
+     :: j < qn && q[j].dl > now -> q[j].dl = now + L; pend[kk].rc = QUEUED; pend[kk].rv = QCNT;
+        if :: !hash -> SEEN(W_QUEUED_NO_HASH) :: else fi
+#ifdef REFRESH_STANDS
+     :: else ->
+        if
+        :: tomb & BIT(pend[kk].e) -> pend[kk].rc = GONE     /* its hold was released: never again */
+        :: else ->
+           prune(); enqueue(pend[kk].e);
+           if
+           :: hid == 0 && q[0].ticket == pend[kk].e -> pend[kk].rc = GONE   /* "attempt now" */
+           :: else ->
+              pend[kk].rc = QUEUED; pend[kk].rv = QCNT;
+              if :: !hash -> SEEN(W_QUEUED_NO_HASH) :: else fi
+           fi
+        fi
+#else
      :: else -> pend[kk].rc = GONE             /* lapsed (pruned later) or never queued */
+#endif
      fi
   fi
 }

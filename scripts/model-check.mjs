@@ -16,7 +16,10 @@ import { join } from "node:path";
 const modelDir = new URL("../model/", import.meta.url).pathname;
 
 /** Every amendment the checks found necessary (see model/README.md). */
-const AMENDED = { FIX_GRANT_REPLY: 1, FIX_GRANT_ORDER: 1, FIX_GIVEN_BACK: 1, FIX_HOLD_TOKEN: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1 };
+const AMENDED = {
+  FIX_GRANT_REPLY: 1, FIX_GRANT_ORDER: 1, FIX_GIVEN_BACK: 1, FIX_HOLD_TOKEN: 1, FIX_SHORTEN: 1, FIX_REENTRY: 1, FIX_TOMBSTONE: 1,
+  FIX_COUNTER_EPOCH: 1,
+};
 const without = (name) => Object.fromEntries(Object.entries(AMENDED).filter(([key]) => key !== name));
 
 export const CHECKS = [
@@ -56,6 +59,12 @@ export const CHECKS = [
     defines: { ...AMENDED, ACQS1: 2, RETRIES: 1, RETRIES1: 0 },
     covers: "2 clients, client 1 acquires twice: a grant expires before its waiter hears of it, the waiter queues again",
     witness: [["W_REQUEUED", "W_THIRD_HOLD"]],
+  },
+  {
+    name: "new/grant-after-counter-restart", model: "new-protocol.pml", property: "all", expect: "holds",
+    defines: { ...AMENDED, REFRESH_STANDS: 1, H: 5, ACQS1: 2, RETRIES: 1, RETRIES1: 1 },
+    covers: "2 clients, client 1 acquires twice: a grant lapses unused with its hash, the waiter stands again behind client 1 on a lock with no hash, the announcement comes last",
+    witness: [["W_REQUEUED", "W_QUEUED_NO_HASH", "W_THIRD_HOLD"]],
   },
   {
     name: "new/grant-ticket-lease-above-ttl", model: "new-protocol.pml", property: "all", expect: "holds",
@@ -101,6 +110,11 @@ export const CHECKS = [
     name: "new-as-written/stale-grant-counted-from-later-queued", model: "new-protocol.pml", property: "exclusion", expect: "fails",
     defines: { ...without("FIX_GRANT_ORDER"), ACQS1: 2, RETRIES: 1, RETRIES1: 0 },
     covers: "a grant announced late is counted from a \"queued\" reply that ran after the grant's hold expired",
+  },
+  {
+    name: "new-as-written/queued-with-counter-zero", model: "new-protocol.pml", property: "exclusion", expect: "fails",
+    defines: { ...without("FIX_COUNTER_EPOCH"), REFRESH_STANDS: 1, H: 5, ACQS1: 2, RETRIES: 1, RETRIES1: 1 },
+    covers: "an attempt or refresh made while the lock had no hash answers counter 0, read as \"before\" a grant that expired unused (issue 24)",
   },
   {
     name: "new-as-written/grant-given-back-then-taken", model: "new-protocol.pml", property: "exclusion", expect: "fails",

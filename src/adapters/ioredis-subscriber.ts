@@ -26,6 +26,11 @@ export function ioredisSubscriber(client: IoredisLike, prefix: string, name: str
   let onMessage: (channel: string, message: string) => void = () => {};
   let onReconnect: () => void = () => {};
   let readyOnce = false;
+  // One wait for 'ready' however many subscribe meanwhile: a listener each would pass Node's
+  // limit of 10 (MaxListenersExceededWarning) when 11 acquires start waiting before it is up.
+  let readyWait: Promise<void> | undefined;
+  const whenReady = (): Promise<void> =>
+    (readyWait ??= readyWithin(connection, SUBSCRIBE_TIMEOUT_MS).finally(() => { readyWait = undefined; }));
   // An 'error' event without a listener would crash the process; the subscriber's
   // failures surface through missed wake-ups, which the safety poll covers.
   connection.on("error", () => {});
@@ -43,7 +48,7 @@ export function ioredisSubscriber(client: IoredisLike, prefix: string, name: str
     subscribe: async (channel) => {
       // A connection that is not up (a partition, a server that accepts and never answers) would
       // queue the SUBSCRIBE for ever: fail instead; the waiter's ticket refresh still serves it.
-      if (connection.status !== "ready") await readyWithin(connection, SUBSCRIBE_TIMEOUT_MS);
+      if (connection.status !== "ready") await whenReady();
       if (connection.status !== "ready") {
         throw new Error(`the wake-up connection to ${name} is not ready (${connection.status}) after ${SUBSCRIBE_TIMEOUT_MS} ms`);
       }

@@ -137,7 +137,8 @@ export class Lease implements AsyncDisposable {
     const sent = hold.request(ttlMs);
     this.#rt.keepalive.confirmed(hold);
     hold.extendsInFlight++;
-    const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs }]), hold.lostSignal,
+    // It may shorten the key's life too (a hold of one entry): a fixed lease cut short frees the lock then.
+    const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs, shorten: true }]), hold.lostSignal,
       (late) => this.#prolongedForNobody(late[0] as HoldState)).finally(() => { hold.extendsInFlight--; });
     if (hold.lost) {
       this.#prolongedForNobody(state as HoldState);

@@ -15,7 +15,7 @@
 -- another (lib/multi.lua). An entry id is recorded on every lock, so a replayed call changes
 -- nothing and answers what the first run answered; a re-entry never founds a hold; no lock hash
 -- holds a hold without a PTTL.
--- Returns {1, hold, pttl, token, lease token, ...} founded (a token and a lease token per key, in
+-- Returns {1, hold, pttl, token, lease token, ...} founded (pttl: the shortest among the locks) (a token and a lease token per key, in
 -- KEYS order; the lease token is field l, written by raise-fence in quorum mode, else the token);
 -- {2, hold, pttl, token, lease token, ...} entered; {0, wait ms, position, 0} busy (position -1:
 -- not queued; wait ms: the longest PTTL among the locks held by others); {-1} the hold to re-enter
@@ -29,15 +29,21 @@ local ttlMs, leaseMs = tonumber(ttl), tonumber(ticketLease)
 local locks = locksOf(5)
 
 -- Every lock's hold as it stands: {code, hold, pttl, token, lease token, ...}, or {-1} if the
--- entry (or the hold `id`) is not on every lock.
+-- entry (or the hold `id`) is not on every lock. `pttl` is the shortest of the locks' PTTLs: the
+-- hold is held only while every key holds it, and a join by owner finds keys that others kept
+-- alive for longer (a mutex of one of them) beside keys about to expire.
 local function answer(code, id)
-  local out = {code, id, redis.call('PTTL', locks[1].lock)}
+  local out = {code, id, 0}
+  local shortest
   for _, l in ipairs(locks) do
     local st = redis.call('HMGET', l.lock, 'h', 't', 'l', '@' .. entry)
     if st[1] ~= id or not st[4] then return {-1} end
+    local pttl = redis.call('PTTL', l.lock)
+    if not shortest or pttl < shortest then shortest = pttl end
     out[#out + 1] = tonumber(st[2])
     out[#out + 1] = tonumber(st[3] or st[2])
   end
+  out[3] = shortest
   return out
 end
 

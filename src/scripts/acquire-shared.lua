@@ -14,7 +14,8 @@
 -- answers what the first run answered; every key keeps a PTTL covering its live holds.
 -- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
 -- (`lease token`: the one the hold's quorum chose, else its own); {0, wait ms, position,
--- counter} busy (position -1: not queued; counter: the lock's counter now); {-1} the hold to join
+-- counter} busy (position -1: not queued; counter: the lock's counter now, as in
+-- acquire.lua); {-1} the hold to join
 -- is gone; {-2, limit} the semaphore is stored with another limit (not set on purpose), or has
 -- fewer than `permits`.
 --@include lib/clock.lua
@@ -100,4 +101,4 @@ if first[2] and not head then waitMs = tonumber(first[2]) - nowMs() end
 local position = -1
 if leaseMs > 0 then position = stand(queue, tickets, hold, leaseMs, ttlMs, take, mode, owner) end
 touch(state, holders, entries, keepMs)
-return {0, waitMs, position, tonumber(redis.call('HGET', state, 'c')) or 0}
+return {0, waitMs, position, counterNow(redis.call('HGET', state, 'c'))}

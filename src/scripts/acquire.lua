@@ -12,7 +12,8 @@
 -- a live hold (`token` the hold's own on this node; `lease token` the one its quorum chose, field
 -- l, written by raise-fence, else the same);
 -- {0, wait ms, position, counter} busy (position -1: not queued; counter: the lock's counter now,
--- so a waiter can tell a grant made after this reply from one made before); {-1} the hold to
+-- or the server clock in µs when its hash is gone, lib/counter.lua, so a waiter can tell a grant
+-- made after this reply from one made before); {-1} the hold to
 -- re-enter is gone.
 --@include lib/clock.lua
 --@include lib/counter.lua
@@ -30,7 +31,7 @@ local function enter(id)
 end
 
 local function wait(ms)
-  local c = tonumber(st[5]) or 0
+  local c = counterNow(st[5])
   if leaseMs == 0 then return {0, ms, -1, c} end
   return {0, ms, stand(queue, tickets, hold, leaseMs, ttlMs, 1, 'x', owner), c}
 end

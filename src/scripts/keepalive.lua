@@ -4,20 +4,24 @@
 -- ARGV: ...items
 -- Each item is a kind followed by its arguments, and takes the next KEYS in order:
 --   'x' hold ttl                          KEYS lock                                a mutex hold
+--   'X' hold ttl                          KEYS lock                                an extend of one
 --   's' hold ttl                          KEYS state holders entries               a shared hold
+--   'S' hold ttl                          KEYS state holders entries               an extend of one
 --   'q' ticket lease ttl owner            KEYS lock queue tickets tombstone        a mutex waiter
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
 --   'm' ticket lease ttl owner n          KEYS (lock queue tickets tombstone) x n  a multi-key waiter
 -- (`tombstone`: the one the ticket's hold leaves when it is released, release.lua.)
 -- Invariant: a hold is renewed only while that very hold is live, never revived, and its life is
--- only ever lengthened (never below what any sharer was promised); a ticket keeps its place while
+-- only ever lengthened (never below what any sharer was promised), except by an extend ('X', 'S')
+-- of a hold of one entry, which sets it to exactly `ttl` (nobody else was promised anything: a
+-- fixed lease shortened frees the lock when its lease says so); a ticket keeps its place while
 -- refreshed (a lapsed one stands again at the back, unless it asks for more permits than the
 -- semaphore has: it is told to attempt, which refuses it), but a ticket whose hold was granted and
 -- given back never stands again (a late refresh would put a ghost at the head, which the next
 -- release would grant to); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position, counter} waiting (counter: the lock's counter now); {3} its hold was granted and
+-- {0, position, counter} waiting (counter: the lock's counter now, as in acquire.lua); {3} its hold was granted and
 -- given back already (a late refresh: nothing done). A multi-key waiter is never granted: {2}
 -- when every lock is free with no line held ahead of it (or when it held the lines back while a
 -- lock was taken: its attempt stands aside), {0, position, 0} otherwise (position -1, not
@@ -35,23 +39,26 @@ local function key()
 end
 while i <= #ARGV do
   local kind = ARGV[i]
-  if kind == 'x' then
+  if kind == 'x' or kind == 'X' then
     local lock, hold, ttl = key(), ARGV[i + 1], ARGV[i + 2]
-    local h = redis.call('HGET', lock, 'h')
+    local st = redis.call('HMGET', lock, 'h', 'n')
+    local h = st[1]
     if h == hold then
       -- Only ever lengthened: processes that share a hold (an explicit owner) each trust it for the
       -- ttl they asked for, so a shorter request must not cut another's trust short. A lease that
-      -- asked for less trusts less: that is its own validity, not the key's.
-      if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
+      -- asked for less trusts less: that is its own validity, not the key's. An extend of a hold
+      -- with one entry has no sharer to cut short.
+      if (kind == 'X' and st[2] == '1') or redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
       out[#out + 1] = 1
     elseif h then out[#out + 1] = -1
     else out[#out + 1] = 0 end
     i = i + 3
-  elseif kind == 's' then
+  elseif kind == 's' or kind == 'S' then
     local state, holders, entries, hold, ttl = key(), key(), key(), ARGV[i + 1], tonumber(ARGV[i + 2])
     local score = tonumber(redis.call('ZSCORE', holders, hold))
     if score and score > nowMs() then
-      if score < nowMs() + ttl then redis.call('ZADD', holders, 'XX', nowMs() + ttl, hold) end
+      local alone = kind == 'S' and (recordOf(state, hold) or {}).n == 1
+      if alone or score < nowMs() + ttl then redis.call('ZADD', holders, 'XX', nowMs() + ttl, hold) end
       for _, name in ipairs({state, holders, entries}) do
         local pttl = redis.call('PTTL', name)
         if pttl >= 0 and pttl < ttl then redis.call('PEXPIRE', name, ttl) end
@@ -72,7 +79,7 @@ while i <= #ARGV do
       local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
       -- Its turn: the lock is free and it heads the line (multiLock waiters passed over stand aside).
       local head = liveHead(queue, tickets)
-      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, tonumber(st[3]) or 0} end
+      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, counterNow(st[3])} end
     end
     i = i + 5
   elseif kind == 'm' then
@@ -120,7 +127,7 @@ while i <= #ARGV do
       liveHead(queue, tickets)
       local position = stand(queue, tickets, ticket, lease, ttl, take, mode, owner)
       if position == 0 and fits(state, holders, mode, take, owner) then out[#out + 1] = {2}
-      else out[#out + 1] = {0, position, tonumber(redis.call('HGET', state, 'c')) or 0} end
+      else out[#out + 1] = {0, position, counterNow(redis.call('HGET', state, 'c'))} end
     end
     i = i + 7
   end

@@ -76,7 +76,8 @@ function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]):
   if (item.kind === "renew") {
     if (target.family === "exclusive") keys.push(target.keys.lock);
     else keys.push(target.keys.state, target.keys.holders, target.keys.entries);
-    args.push(target.family === "exclusive" ? "x" : "s", item.ref.hold, item.ttlMs);
+    const kind = target.family === "exclusive" ? "x" : "s";
+    args.push(item.shorten === true ? kind.toUpperCase() : kind, item.ref.hold, item.ttlMs);
     return 1;
   }
   const a = item.ask;

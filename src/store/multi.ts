@@ -66,7 +66,7 @@ export function encodeMulti(item: KeepaliveItem, multi: MultiKeys, keys: string[
   if (item.kind === "renew") {
     for (const k of multi.each) {
       keys.push(k.lock);
-      args.push("x", item.ref.hold, item.ttlMs);
+      args.push(item.shorten === true ? "X" : "x", item.ref.hold, item.ttlMs);
     }
     return multi.each.length;
   }

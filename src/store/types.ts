@@ -83,7 +83,11 @@ export type ReleaseResult =
 
 /** Renew a hold for `ttlMs`, or refresh a waiter's ticket (and learn of a grant). */
 export type KeepaliveItem =
-  | { readonly kind: "renew"; readonly ref: HoldRef; readonly ttlMs: number }
+  /**
+   * `shorten`: an extend, which may set the hold's life to exactly `ttlMs` when it has one entry
+   * (no sharer was promised more); a renewal only ever lengthens it.
+   */
+  | { readonly kind: "renew"; readonly ref: HoldRef; readonly ttlMs: number; readonly shorten?: boolean }
   | { readonly kind: "ticket"; readonly target: LockTarget; readonly ask: Ask };
 
 export type KeepaliveResult = HoldState | TicketState;

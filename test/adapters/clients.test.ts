@@ -6,6 +6,9 @@ import { createClient } from "redis";
 import { LockLostError, Surelock, type RedisClient } from "../../src/index.js";
 import { aborted, assertEveryKeyExpires, eventually, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { IoredisAdapter } from "../../src/adapters/ioredis.js";
+import type { RedisSubscriber } from "../../src/adapters/types.js";
+import { startRespProxy } from "../harness/resp-proxy.js";
 
 interface ClientKind {
   name: string;
@@ -51,6 +54,40 @@ describe("with an ioredis client created with lazyConnect", () => {
     } finally {
       await locks.close();
       client.disconnect();
+    }
+  });
+});
+
+describe("an ioredis wake-up connection that is not ready yet", () => {
+  let server: RedisServer;
+  before(async () => { server = await startStandalone(); });
+  after(() => server.stop());
+
+  it("lets any number of subscribes wait for it without a MaxListenersExceededWarning (issue 24)", async () => {
+    const proxy = await startRespProxy(server, "p");
+    const client = new Redis({ host: proxy.host, port: proxy.port });
+    client.on("error", () => {});
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => { warnings.push(w); };
+    process.on("warning", onWarning);
+    let subscriber: RedisSubscriber | undefined;
+    try {
+      await client.ping();
+      // The wake-up connection opens into a blackhole: it stays "not ready" until the heal.
+      proxy.blackhole();
+      const sub = (subscriber = await new IoredisAdapter(client).createSubscriber());
+      const subscribes = Array.from({ length: 12 }, (_, i) => sub.subscribe(`many:${i}`));
+      await quietFor(100);
+      proxy.heal("deliver");
+      await within(3_000, Promise.all(subscribes));
+      assert.equal(Number(((await server.command("PUBSUB", "NUMSUB", "many:11")) as [string, number])[1]), 1);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings.filter((w) => w.name === "MaxListenersExceededWarning").map((w) => w.message), []);
+    } finally {
+      process.off("warning", onWarning);
+      await subscriber?.close();
+      client.disconnect();
+      await proxy.close();
     }
   });
 });

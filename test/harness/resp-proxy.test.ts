@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
-import { quietFor, within } from "../helpers/fixtures.js";
+import { eventually, quietFor, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { RespFrames, commandArgs, encodeCommand, frameEnd } from "./resp-frames.js";
 import { startRespProxy, type RespProxy } from "./resp-proxy.js";
@@ -144,4 +144,52 @@ describe("RESP proxy against a real redis-server", () => {
     await assert.rejects(within(500, held), /did not finish/);
     assert.equal(await server.command("GET", "r"), null);
   });
+
+  it("held pushes reach a subscriber only when released, in order, or never when lost; commands pass meanwhile", async () => {
+    proxy = await startRespProxy(server, "p");
+    const sub = client(true);
+    const redis = client(true);
+    await sub.subscribe("w");
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "one");
+    await server.command("PUBLISH", "w", "two");
+    assert.equal(await within(2_000, redis.incr("during")), 1, "commands are not held");
+    await eventually(() => (proxy?.heldPushes() ?? 0) >= 1, 2_000);
+    assert.deepEqual(heard, []);
+    proxy.releasePushes("deliver");
+    await eventually(() => heard.length === 2, 2_000);
+    assert.deepEqual(heard, ["one", "two"]);
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "lost");
+    await eventually(() => (proxy?.heldPushes() ?? 0) >= 1, 2_000);
+    proxy.releasePushes("lose");
+    await server.command("PUBLISH", "w", "after");
+    await eventually(() => heard.length === 3, 2_000);
+    assert.deepEqual(heard, ["one", "two", "after"]);
+  });
+
+  it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
+    proxy = await startRespProxy(server, "p");
+    const one = client(true);
+    await one.ping();
+    const other = client(true);
+    await other.ping();
+    // The stall picks a connection by index; find which one it took by trying both.
+    assert.notEqual(proxy.stall(0), null);
+    const a = one.incr("s1");
+    const b = other.incr("s2");
+    const first = await Promise.race([a.then(() => "one"), b.then(() => "other")]);
+    const stalled = first === "one" ? other : one;
+    const key = first === "one" ? "s2" : "s1";
+    const later = stalled.incr(key);
+    await quietFor(50);
+    assert.equal(await server.command("GET", key), null, "nothing of the stalled connection reached Redis");
+    proxy.unstall();
+    const results = await within(2_000, Promise.all([a, b, later]));
+    assert.deepEqual(results.slice().sort(), [1, 1, 2]);
+    assert.equal(await server.command("GET", key), "2");
+  });
 });
+

@@ -112,6 +112,30 @@ describe("fixed leases (leaseTime)", () => {
     await assert.rejects(lease.release(), { code: "ERR_SURELOCK_LOCK_LOST" });
   });
 
+  it("extend(ttl) shorter than what is left frees the lock in Redis when the lease says so (issue 24)", async () => {
+    const locks = h.locks();
+    const lease = await locks.mutex("shortened").acquire({ leaseTime: 10_000 });
+    await lease.extend(300);
+    const pttl = Number(await server.command("PTTL", "surelock:{shortened}:lock"));
+    assert.ok(pttl > 0 && pttl <= 300, `PTTL ${pttl} after extend(300) of a 10 s lease`);
+    await aborted(lease.signal, 2_000);
+    const started = performance.now();
+    const next = await within(2_000, h.locks().mutex("shortened").acquire({ timeout: 5_000 }), "the next holder");
+    assert.ok(performance.now() - started < 1_000, "the next holder got in right after the shortened lease");
+    await next.release();
+  });
+
+  it("a shared hold is not shortened by one sharer's extend: a renewing lease joined by owner keeps the key's life", async () => {
+    const first = await h.locks().mutex("kept").acquire({ owner: "job", leaseTime: 10_000 });
+    const second = await h.locks().mutex("kept").acquire({ owner: "job" });
+    await second.extend(300);
+    const pttl = Number(await server.command("PTTL", "surelock:{kept}:lock"));
+    assert.ok(pttl > 5_000, `the key lives as long as the first sharer was promised (${pttl} ms left)`);
+    assert.equal(first.held, true);
+    await second.release();
+    await first.release();
+  });
+
   it("a fixed lease handed over by a release lasts its whole leaseTime (not what was left of the waiter's ticket)", async () => {
     const locks = h.locks();
     const holder = await locks.mutex("handoff").acquire();

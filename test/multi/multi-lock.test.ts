@@ -42,6 +42,33 @@ describe("multiLock", () => {
     await a.release();
   });
 
+  it("a join by owner trusts the hold for its shortest key's life, not its first key's (issue 24, overlap 2)", async () => {
+    // P1 holds [j1, j2] for 1 s (a fixed lease: nobody renews it); P2 joins j1 by owner with a
+    // mutex and keeps it alive for 60 s; P3 then joins [j1, j2] by owner. j1 has 60 s left, j2
+    // under a second: were P3 told 60 s, its watchdog would renew at 20 s, j2 would expire first
+    // and another client take mutex(j2) while P3's lease says held.
+    const p1 = h.locks();
+    const p2 = h.locks();
+    const p3 = h.locks({ ttl: 60_000 });
+    const other = h.locks();
+    const first = await p1.multiLock(["j1", "j2"]).acquire({ owner: "shared", leaseTime: 1_000 });
+    const mutex = await p2.mutex("j1", { ttl: 60_000 }).acquire({ owner: "shared" });
+    await mutex.extend(60_000);
+    const joined = await p3.multiLock(["j1", "j2"]).acquire({ owner: "shared" });
+    assert.deepEqual(joined.fencingTokens, first.fencingTokens, "the same hold");
+    // j2 outlives P1's lease only if P3 renews it in time; else it expires and the next client takes it.
+    await eventually(async () => {
+      const pttl = (await server.command("PTTL", "surelock:{j2}:lock")) as number;
+      return pttl < 0 || pttl > 30_000;
+    }, 5_000, "j2 expired or renewed");
+    const intruder = await other.mutex("j2").tryAcquire();
+    assert.ok(!(joined.held && intruder?.held === true), "P3 believes it holds j2 while another client does");
+    assert.equal(intruder, null, "P3 renewed j2 in time: its hold stays on every key");
+    assert.ok(joined.held);
+    await joined.release();
+    await mutex.release();
+  });
+
   it("a flow that holds one of its keys and asks for another is not stuck behind the waiting set", async () => {
     const locks = h.locks();
     const other = h.locks();

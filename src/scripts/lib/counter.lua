@@ -12,6 +12,17 @@ local function nextToken(hash)
   return token
 end
 
+-- What a "queued" reply tells a waiter of the counter (`c` as read, or nil): the lock's counter
+-- while its hash lives; once the hash is gone (it expired with a hold, or with its retention), the
+-- server clock in microseconds, which every token issued before is below and the counter of any
+-- hash born later starts above (as long as that clock does not step back). So "a grant of token T
+-- was made after exactly the replies whose counter is below T" holds across a counter's restart:
+-- a 0 there would read as "before" a grant that expired unused before the reply ran.
+local function counterNow(c)
+  if c then return tonumber(c) end
+  return math.max(nowUs(), 1)
+end
+
 -- The token after `c` (a counter read with the hash's other fields, or nil): the caller writes it
 -- back as `c` in its own HSET, saving a command.
 local function tokenAfter(c)
