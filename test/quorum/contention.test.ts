@@ -5,7 +5,8 @@
 // between nodes and are made again cost hundreds.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { fiveNodes } from "./support.js";
+import { eventually, fiveNodes, heldOn, noticedDown, ready, within } from "./support.js";
+import type { Redis } from "ioredis";
 import type { RedisServer } from "../helpers/redis-topology.js";
 
 const five = fiveNodes();
@@ -68,4 +69,32 @@ void describe("quorum mode: script calls per contended section", () => {
       }
     });
   }
+});
+
+void describe("quorum mode: a node that comes back joins the line", () => {
+  void it("3 nodes: one restarts empty while a waiter stands in line; the waiter is served, and the next waiter stands on all three", async () => {
+    const key = "contention:rejoin";
+    const on = nodes.slice(0, 3);
+    const locks = quorum(10_000, { redis: clients.slice(0, 3), commandTimeout: 1_000 });
+    const first = await locks.mutex(key).acquire();
+    const second = locks.mutex(key).acquire({ timeout: 10_000 });
+    await eventually(5_000, "the second waiter's ticket on every node", async () =>
+      (await Promise.all(on.map((n) => n.command("LLEN", `surelock:{${key}}:queue`)))).every((l) => l === 1));
+    // Node 2 dies and comes back empty: no lock, no line.
+    await on[2]?.kill();
+    await noticedDown(clients[2] as Redis);
+    await on[2]?.restart();
+    await ready(clients[2] as Redis);
+    await first.release();
+    const lease = await within(5_000, "the waiter to be served", second);
+    // Held by the majority that kept its line (node 2's counter restarted at its clock: a larger
+    // token that came late is given back there, as for any late vote above the lease's token).
+    assert.deepEqual((await heldOn(on, key)).slice(0, 2), [1, 1]);
+    const third = locks.mutex(key).acquire({ timeout: 10_000 });
+    await eventually(5_000, "the next waiter's ticket on every node, the restarted one too", async () =>
+      (await Promise.all(on.map((n) => n.command("LLEN", `surelock:{${key}}:queue`)))).every((l) => l === 1));
+    await lease.release();
+    await (await within(5_000, "the next waiter to be served", third)).release();
+    assert.deepEqual(await heldOn(on, key), [0, 0, 0]);
+  });
 });
