@@ -20,7 +20,7 @@ import { Redis } from "ioredis";
 import { now, within } from "./lib/clock.mjs";
 import { charts } from "./lib/charts.mjs";
 import { redisVersion } from "./lib/redis-info.mjs";
-import { contendedTable, w1Table, w4Table, w5Table, w6Table } from "./lib/report.mjs";
+import { contendedTable, w1Table, w4Table, w5Table, w6Table, wqTable } from "./lib/report.mjs";
 import { scorecard } from "./lib/scorecard.mjs";
 import { startRedis, stopAll, watchServer } from "./lib/servers.mjs";
 import { lineUp } from "./libs/index.mjs";
@@ -30,6 +30,7 @@ import * as W3 from "./workloads/w3.mjs";
 import * as W4 from "./workloads/w4.mjs";
 import * as W5 from "./workloads/w5.mjs";
 import * as W6 from "./workloads/w6.mjs";
+import * as WQ from "./workloads/wq.mjs";
 import { RETRY_DELAY_MS as FLOOR_RETRY_MS } from "./libs/floor.mjs";
 
 const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
@@ -48,7 +49,7 @@ if (argv.includes("--profile")) {
 const quick = argv.includes("--quick");
 const onlyAt = argv.indexOf("--only");
 const only = onlyAt === -1 ? undefined : new Set((argv[onlyAt + 1] ?? "").toUpperCase().split(",").filter(Boolean));
-const ALL = ["W1", "W2", "W3", "W4", "W5", "W6"];
+const ALL = ["W1", "W2", "W3", "W4", "W5", "W6", "WQ"];
 if (only && [...only].some((w) => !ALL.includes(w))) {
   console.error(`--only takes one or more of ${ALL.join(", ")} (comma-separated)`);
   process.exit(2);
@@ -72,10 +73,12 @@ const TIMING = quick
   ? {
     W1: { warmupMs: 200, durationMs: 700 }, W2: { warmupMs: 300, durationMs: 800 }, W3: { warmupMs: 300, durationMs: 800 },
     W4: { warmupMs: 200, durationMs: 700 }, W5: { holdTtls: 1, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
+    WQ: { warmupMs: 300, durationMs: 800 },
   }
   : {
     W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 },
     W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 2, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
+    WQ: { warmupMs: 1000, durationMs: 3000 },
   };
 
 // --leases 100000 (or 10000,100000): W5's lease counts instead of the default ones.
@@ -159,6 +162,7 @@ const WORKLOADS = {
   W4: { module: W4, floor: true, table: (r) => w4Table(r) },
   W5: { module: W5, table: (r) => w5Table(r) },
   W6: { module: W6, floor: true, table: (r) => w6Table(r) },
+  WQ: { module: WQ, floor: true, table: (r) => wqTable(r) },
 };
 
 const NOTES = {
@@ -167,6 +171,7 @@ const NOTES = {
   W3: "as W2 across 4 processes.",
   W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library; surelock and the floor also on one of the nodes). loopback: the 5 redis-servers, the client and everything else share 2 cores, so a quorum pays in CPU what a network would make it pay in waiting. +N ms each way: every connection goes through a proxy (a process of its own) that holds each byte back N ms in each direction, as a network between hosts would. \"surelock quorum/this p50\" compares acquire+release p50 with surelock's quorum row on the same network (< 1: surelock faster); \"this/floor p50\" compares it with the floor on the same network and the same number of nodes (1 = as fast as the floor).",
   W5: "Leases with ttl 3 s, taken in chunks of 1,000 by a separate process, then held for two windows of the same length while the library renews them by itself. First window, nobody else talks to the server; counted by it: script calls (EVALSHA, EVAL, FCALL), all commands (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time, µs per script call = commandstats usec / calls. Second window: longest script call = the longest script call in SLOWLOG (threshold 0.5 ms; \"< 0.5\": none that long); renewal bursts from INFO commandstats read every 10 ms (so a burst spans at least 10 ms); script calls with less than 150 ms of quiet between them form one burst (a tick of surelock's watchdog; libraries that renew each lease on its own timer show few, long bursts). bystander = another connection sending PING after PING, from the bench process (on 2 cores it competes for CPU with the holder and the server, so its max includes some scheduling noise); \"during bursts\" = PINGs that were waiting at some moment of a burst. Client RSS / heap per lease = the holding process after − before taking the leases (both after a full GC, --expose-gc), divided by the leases held. lost = leases the library reported lost by the end of the second window. \"surelock/this\" < 1: surelock costs less.",
+  WQ: "W2's section and figures over a quorum: 10 workers in one process on one key, every library over the same 5 redis-servers, then over 3 of them (the counter on the bench's own server). Redlock implementations and redis-semaphore's RedlockMutex take a majority on their own terms; the floor is a bare Redlock (SET NX PX on every node in parallel, held with a majority, compare-and-delete everywhere, a refused attempt retried after 1 ms: no safety). commands/section and script calls/section: what the busiest node ran per section in the window (INFO commandstats; commands run inside scripts count too). \"this/floor changes/s\": the row's holder changes/s over the floor's on as many nodes.",
   W6: "Each library acquires and releases every key once (50 loops in parallel, no contention), after one warm-up cycle on another key. used_memory Δ = INFO memory after − before, over the keys released (right after the last release); MEMORY USAGE = what the keys still there weigh (SCAN, then PTTL and MEMORY USAGE of each key). Averaged over a day = used_memory Δ per key × the share of a day the surveyed bytes will still live (Σ bytes × min(PTTL, 1 day) / (Σ bytes × 1 day); a key without a TTL counts the whole day). The floor deletes its key: it shows what \"nothing left\" reads as (used_memory moves by a few bytes per key either way).",
 };
 
@@ -174,7 +179,7 @@ async function main() {
   const wallStart = now();
   console.log(`surelock bench${quick ? " --quick" : ""}${only ? ` --only ${[...only].join(",")}` : ""}: starting redis-server processes on loopback...`);
   const main = await startRedis();
-  const quorum = selected.includes("W4") ? await Promise.all(Array.from({ length: 5 }, () => startRedis())) : [];
+  const quorum = selected.includes("W4") || selected.includes("WQ") ? await Promise.all(Array.from({ length: 5 }, () => startRedis())) : [];
   for (const server of [main, ...quorum]) {
     watchServer(server, (message) => {
       console.error(`\n${message}\nStopping: the figures of this run would be meaningless (nothing written).`);

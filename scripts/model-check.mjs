@@ -153,6 +153,40 @@ export const CHECKS = [
     defines: { ...AMENDED, NC: 1, RET: 1, DROPS: 1 },
     covers: "a release replayed after the counter retention (here 1 tick) answers \"lost\"",
   },
+  // Quorum mode's waiting line (quorum-line.pml): 3 nodes, a holder and 2 waiters, every arrival
+  // order of every vote; progress is a liveness check (acceptance cycles under weak fairness).
+  {
+    name: "quorum-line/exclusion", model: "quorum-line.pml", property: "exclusion", expect: "holds", defines: {},
+    covers: "3 nodes, a holder releasing node by node, 2 waiters whose votes arrive in every order: never two holders",
+    witness: [["W_LATE_VOTE", "W_STEP_ASIDE", "W_ALL_SERVED"]],
+  },
+  {
+    name: "quorum-line/no-ghost-ticket", model: "quorum-line.pml", property: "noghost", expect: "holds", defines: {},
+    covers: "as quorum-line/exclusion: a waiter that won has no ticket on any node once its votes are treated",
+    witness: [["W_WINNER_LEFT", "W_ALL_SERVED"]],
+  },
+  {
+    name: "quorum-line/progress", model: "quorum-line.pml", property: "progress", expect: "holds", liveness: true, defines: {},
+    covers: "as quorum-line/exclusion: every waiter is served (no livelock, no stuck line) under weak fairness",
+    witness: [["W_STEP_ASIDE", "W_ALL_SERVED"]],
+  },
+  {
+    name: "quorum-line/progress-one-node-down", model: "quorum-line.pml", property: "progress", expect: "holds", liveness: true, defines: { DOWN: 1 },
+    covers: "as quorum-line/progress with one of the 3 nodes down from the start (a majority up)",
+    witness: [["W_LATE_VOTE", "W_ALL_SERVED"]],
+  },
+  {
+    name: "quorum-line-old/ghost-ticket", model: "quorum-line.pml", property: "noghost", expect: "fails", defines: { OLD: 1 },
+    covers: "the old rule (a busy vote before the decision stays, late votes given back whole, arrival order): a winner's ticket stays in line",
+  },
+  {
+    name: "quorum-line-old/livelock", model: "quorum-line.pml", property: "progress", expect: "fails", liveness: true, defines: { OLD: 1 },
+    covers: "the old rule: waiters sent to the back of lines that disagree can go on losing forever",
+  },
+  {
+    name: "quorum-line-arrival-order/livelock", model: "quorum-line.pml", property: "progress", expect: "fails", liveness: true, defines: { ARRIVAL: 1 },
+    covers: "the new rule with lines in arrival order: two waiters whose tickets stand in different orders on different nodes can lose forever",
+  },
   // The old protocol (src/scripts/*.lua, lease.ts, watchdog.ts): the known bugs.
   {
     name: "old/nested-release-replayed", model: "old-protocol.pml", property: "exclusion", expect: "fails",
@@ -216,6 +250,15 @@ function story(dir, check, defineArgs) {
   }
   const clients = Number(check.defines.NC ?? 2);
   const state = [];
+  if (check.model === "quorum-line.pml") {
+    steps.push(...lines.map((line) => line.trim()).filter((line) => /^q: /.test(line)));
+    state.push(`served ${last.get("served")}, holders ${last.get("holders")}, ghost ${last.get("ghost")}; ` +
+      `locks ${[0, 1, 2].map((i) => last.get(`lock[${i}]`)).join(",")}; lines ${[0, 1, 2].map((i) => last.get(`qlen[${i}]`)).join(",")}`);
+    const error = /^spin: (\S+):(\d+), Error: (.*)$/m.exec(replay.stdout + replay.stderr);
+    const violation = error ? { file: error[1], line: Number(error[2]), message: error[3] } : undefined;
+    // A liveness counterexample is a cycle (a livelock, or a stuck state stuttering), not an error line.
+    return { steps, state, violation, cycle: /START OF CYCLE/.test(replay.stdout) };
+  }
   state.push(`t=${last.get("now")}: Redis hold ${last.get("hid") || "none"}` +
     (last.get("hid") ? ` (token ${last.get("htok")}, expires at ${last.get("hexp")})` : ""));
   for (let i = 0; i < clients; i++) {
@@ -247,14 +290,16 @@ function build(dir, check, defineArgs, optimise) {
   if (generate.status !== 0) throw new Error(`spin -a failed:\n${generate.stdout}${generate.stderr}`);
   // Safety properties only; a memory cap so that a check that grew too big stops ("search not
   // completed", which counts as not holding) instead of swapping.
-  const flags = [optimise ? "-O1" : "-O0", "-DSAFETY", "-DMEMLIM=2048", "-w", "-o", "pan", "pan.c"];
+  // A liveness check (quorum-line.pml's progress) looks for acceptance cycles: no -DSAFETY.
+  const flags = [optimise ? "-O1" : "-O0", ...(check.liveness ? [] : ["-DSAFETY"]), "-DMEMLIM=2048", "-w", "-o", "pan", "pan.c"];
   const compile = tool(...niced("gcc", flags), { cwd: dir });
   if (compile.status !== 0) throw new Error(`gcc failed:\n${compile.stderr}`);
   return join(dir, "pan");
 }
 
-function verify(pan, dir, property) {
-  const run = tool(...niced(pan, ["-m100000", "-N", property]), { cwd: dir });
+function verify(pan, dir, property, liveness = false) {
+  // Liveness: acceptance cycles (-a) under weak fairness (-f), so a waiter that never gets a step is not a livelock.
+  const run = tool(...niced(pan, ["-m100000", ...(liveness ? ["-a", "-f"] : []), "-N", property]), { cwd: dir });
   return run.stdout + run.stderr;
 }
 
@@ -278,7 +323,7 @@ export function runCheck(check) {
       copyFileSync(join(modelDir, file), join(dir, file));
     }
     const defineArgs = Object.entries(check.defines).map(([key, value]) => `-D${key}=${value}`);
-    const out = verify(build(dir, check, defineArgs, check.expect === "holds"), dir, check.property);
+    const out = verify(build(dir, check, defineArgs, check.expect === "holds"), dir, check.property, check.liveness === true);
     const errors = number(out, /errors: (\d+)/);
     if (errors === undefined) throw new Error(`pan gave no verdict:\n${out}`);
     const complete = !/Search not completed|reached -DMEMLIM bound|max search depth too small/.test(out);
@@ -305,7 +350,7 @@ export function runCheck(check) {
       // Only the claim's violation is the property failing; an assert of the model failing
       // means the model (or a check's parameters) is wrong, which never counts as expected.
       const where = result.counterexample.violation;
-      if (where?.file !== "_spin_nvr.tmp") {
+      if (where?.file !== "_spin_nvr.tmp" && !(check.liveness && result.counterexample.cycle)) {
         result.outcome = "model-error";
         result.problem = where ? `${where.file}:${where.line}: ${where.message}` : "no violation found in the trail";
       }

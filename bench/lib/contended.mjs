@@ -4,7 +4,9 @@
 // when its worker started waiting, when it got the lock, when it called release.
 import { now, sleep, within } from "./clock.mjs";
 
-export async function runContended({ adapter, key, workerIds, startAt, windowEnd, critical, tailMs = 15_000 }) {
+// `onWindowEnd`, if given, runs when the window closes (WQ reads the nodes' counters there); what
+// it resolves with comes back as `windowEndValue`.
+export async function runContended({ adapter, key, workerIds, startAt, windowEnd, critical, tailMs = 15_000, onWindowEnd }) {
   const sections = [];
   const waiting = new Map();
   let stopped = false;
@@ -14,7 +16,11 @@ export async function runContended({ adapter, key, workerIds, startAt, windowEnd
   let lastError;
 
   if (startAt > now()) await sleep(startAt - now());
-  const stopTimer = setTimeout(() => { stopped = true; }, Math.max(0, windowEnd - now()));
+  let atWindowEnd;
+  const stopTimer = setTimeout(() => {
+    stopped = true;
+    atWindowEnd = onWindowEnd?.();
+  }, Math.max(0, windowEnd - now()));
 
   const worker = async (w) => {
     let waitStart = now();
@@ -58,6 +64,7 @@ export async function runContended({ adapter, key, workerIds, startAt, windowEnd
   clearTimeout(stopTimer);
   stopped = true;
   return {
+    windowEndValue: await atWindowEnd,
     sections,
     openWaits: [...waiting.values()],
     acquireErrors,

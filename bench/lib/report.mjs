@@ -141,3 +141,22 @@ export function w6Table(result) {
       `${fixed(r.dayAverageBytesPerKey, r.dayAverageBytesPerKey < 10 ? 2 : 1)} B`,
       r === me ? "" : ratio(me?.dayAverageBytesPerKey, r.dayAverageBytesPerKey)]));
 }
+
+/** WQ: W2's figures per quorum size, each row against surelock and the floor on as many nodes, and what a section cost the busiest node. */
+export function wqTable(result) {
+  const header = [
+    "library", "nodes", "sections/s", "holder changes/s", "handoff p50 ms", "longest wait ms", "Jain", "acquire errors", "lost updates",
+    "commands/section (busiest node)", "script calls/section (busiest node)", "surelock/this changes/s", "this/floor changes/s",
+  ];
+  const rows = result.rows.map((r) => {
+    if (failed(r)) return [r.label, String(r.nodes), `error: ${failed(r)}`, ...Array(header.length - 3).fill("")];
+    const me = result.rows.find((x) => x.id === "surelock:default" && x.nodes === r.nodes);
+    const floor = result.rows.find((x) => isFloor(x) && x.nodes === r.nodes);
+    return [
+      r.label, String(r.nodes), int(r.sectionsPerSec), int(r.holderChangesPerSec), ms(r.handoffP50Ms), ms(r.longestWaitMs), fixed(r.jain, 3),
+      int(r.acquireErrors), r.lostUpdates === 0 ? "0" : `**${r.lostUpdates} LOST**`, fixed(r.commandsPerSection, 1), fixed(r.scriptCallsPerSection, 1),
+      r === me ? "" : ratio(me?.holderChangesPerSec, r.holderChangesPerSec), r === floor ? "" : ratio(r.holderChangesPerSec, floor?.holderChangesPerSec),
+    ];
+  });
+  return table(header, rows);
+}

@@ -11,7 +11,8 @@ import type { Runtime } from "../runtime.js";
 import { scripts, type LatchReply } from "../scripts/index.js";
 import type { NodeAnswer } from "../store/types.js";
 import { checkOptions, checkOwner, checkSignal, checkTimeout } from "../validate.js";
-import { answered, majorityLow } from "./node-answers.js";
+import { QuorumStore } from "../quorum/quorum-store.js";
+import { answered } from "./node-answers.js";
 
 /** Options of `Surelock.latch()`. */
 export interface LatchOptions {
@@ -80,6 +81,7 @@ export class CountDownLatch {
     const answers = await this.#rt.store.broadcast((command) => scripts.countDown.call(
       { latch: this.#keys.state, channel: this.#keys.channel },
       { id, count: this.initialCount, ttl: this.ttl, publish: command },
+      this.#withIds(),
     ));
     const left = this.#left("countDown", answers);
     publish("latch", () => ({ key: this.key, event: "countDown", count: left, counted: answers.some((a) => a.ok && a.value.status === "counted") }));
@@ -144,22 +146,36 @@ export class CountDownLatch {
   }
 
   async #read(): Promise<number> {
-    const answers = await this.#rt.store.broadcast(() => scripts.readLatch.call({ latch: this.#keys.state }, { count: this.initialCount }));
+    const answers = await this.#rt.store.broadcast(() => scripts.readLatch.call({ latch: this.#keys.state }, { count: this.initialCount }, this.#withIds()));
     return this.#left("count", answers);
   }
 
-  /** What is left, as a majority of nodes counts it; a latch stored with another count is a conflict. */
+  /** Quorum mode: the nodes list the ids they counted, so that a read can count distinct ones. */
+  #withIds(): { args: string[] } | undefined {
+    return this.#rt.store instanceof QuorumStore ? { args: ["1"] } : undefined;
+  }
+
+  /**
+   * What is left; a latch stored with another count is a conflict. In quorum mode a count down is
+   * an id added on the nodes it reached, and one that resolved reached a majority, which every
+   * majority of answers shares a node with: the latch is open once the answers (a majority) have
+   * `count` distinct ids between them, or a node counted them all itself (it is at 0). Two count
+   * downs acknowledged by different majorities (nodes at 1, 0, 1) open it; "a majority at 0" would not.
+   */
   #left(operation: string, answers: readonly NodeAnswer<LatchReply>[]): number {
     const replies = answered(this.key, operation, answers);
-    const counts: number[] = [];
+    const seen = new Set<string>();
+    let least = this.initialCount;
     for (const r of replies) {
       if (r.status === "conflict") {
         throw new ConflictError(this.key, `a latch of count ${r.count} is stored under this name, and this caller asked for ` +
           `${this.initialCount}: every caller of one latch must agree`);
       }
-      counts.push(r.left);
+      least = Math.min(least, r.left);
+      for (const id of r.ids) seen.add(id);
     }
-    return majorityLow(counts, answers.length);
+    if (answers.length === 1 || least === 0) return least;
+    return Math.max(0, this.initialCount - seen.size);
   }
 
   #opened(startedAt: number): void {

@@ -188,6 +188,7 @@ export abstract class Lock implements Lockable {
         owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : rt.ids.owner()),
         hold, ttlMs, mode: spec.mode, permits: w.permits,
         ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
+        order: Date.now(),
       },
       entry: reentry.kind === "join" ? rt.ids.id() : hold,
       join: reentry.kind === "join" ? reentry.hold : reentry.kind === "nested" ? reentry.via

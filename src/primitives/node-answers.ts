@@ -23,13 +23,3 @@ export function answered<R>(key: string, operation: string, answers: readonly No
 export function votesOf<R>(answers: readonly NodeAnswer<R>[]): Vote<R>[] {
   return answers.map((a, node) => (a.ok ? { node, ok: true, value: a.value } : { node, ok: false, error: a.error }));
 }
-
-/**
- * How far down a majority of all `n` nodes has counted, from the answers of at least a majority
- * of them: the majority-th smallest count (a node that did not answer could hold any, so it is
- * taken as the highest). With counts that only go down, it is 0 only once a majority is at 0.
- */
-export function majorityLow(values: readonly number[], n: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[majorityOf(n) - 1] ?? Math.max(...sorted);
-}

@@ -19,7 +19,7 @@ import type {
 import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
 import { NodeSubscriber } from "./node-subscriber.js";
 import { askNodes, pause, RETRIES, splitPauseMs } from "./rounds.js";
-import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type Vote } from "./votes.js";
+import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type AcquireDecision, type Vote } from "./votes.js";
 
 export interface QuorumNode {
   readonly store: Store;
@@ -45,22 +45,29 @@ export class QuorumStore implements Store {
 
   async acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult> {
     const need = this.#need(call.target);
+    // A mutex's waiter keeps its place in every node's ordered line (docs/protocol.md, "Quorum
+    // mode's waiting line"): a lost vote keeps its ticket, a lone hold is given back but the ticket
+    // stays, and a winner's ticket leaves every line. Other attempts give back all a lost vote took.
+    const queued = call.join === "" && call.ask.ticketLeaseMs > 0 && call.target.family === "exclusive" && call.ask.order !== undefined;
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
       /** A multi-key hold: each node's own token per key. */
       const ownTokens: (readonly bigint[] | undefined)[] = this.#nodes.map(() => undefined);
       let won: { hold: string; token: bigint; tokens: bigint[] | undefined } | undefined;
+      let outcome: AcquireDecision["outcome"] | undefined;
       const { decision, votes, rest } = await fanOut(
         this.#nodes.length,
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
           const d = decideAcquire(sofar, this.#nodes.length, all, need);
           if (d?.outcome === "won") won = { hold: d.hold, token: d.token, tokens: chosenTokens(sofar, d.hold) };
+          outcome = d?.outcome;
           return d;
         },
         // A vote after the decision: keep it if it is for the winning hold with no larger a token
-        // than the lease's (a process joining the hold would read that one), else give it back.
+        // than the lease's (a process joining the hold would read that one); a waiter that lost
+        // keeps its ticket; else give it back.
         (vote) => {
           if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won?.hold &&
             vote.value.leaseToken <= won.token && withinTokens(vote.value.leaseTokens, won.tokens)) {
@@ -68,6 +75,7 @@ export class QuorumStore implements Store {
             ownTokens[vote.node] = vote.value.ref.tokens;
             return undefined;
           }
+          if (queued && (outcome === "busy" || outcome === "split")) return this.#keepPlace(vote, call);
           return this.#store(vote.node).abandon(call).catch(() => {});
         },
       );
@@ -79,7 +87,14 @@ export class QuorumStore implements Store {
       }
       if (decision.outcome === "won") {
         const ref: HoldRef = { target: call.target, hold: decision.hold, token: decision.token, nodeTokens, tokens: won?.tokens };
-        if (await this.#raise(call, ref, ownTokens, need)) {
+        // The winner's ticket leaves the lines of the nodes that voted "busy" before the decision
+        // (late ones leave as they come): no ghost ticket stands at its early place there.
+        const leave = queued
+          ? Promise.all(votes.filter((v) => !v.ok || v.value.status === "busy").map((v) => this.#store(v.node).abandon(call).catch(() => {})))
+          : undefined;
+        const raised = await this.#raise(call, ref, ownTokens, need);
+        await leave;
+        if (raised) {
           // The hold lives while `need` of its nodes do: until the need-th latest expiry.
           const pttls = votes.flatMap((v) => (v.ok && "ref" in v.value && v.value.ref.hold === won?.hold ? [v.value.pttlMs] : []))
             .sort((a, b) => b - a);
@@ -89,6 +104,13 @@ export class QuorumStore implements Store {
           };
         }
         // Too few counters could be raised to the chosen token: as a split vote, undo and retry.
+      }
+      if (queued && (decision.outcome === "busy" || decision.outcome === "split")) {
+        // Lost, with a place in line: lone holds go back, tickets stay. Waits for the late votes'
+        // give-backs too: one landing after the next attempt would give back what that one counts.
+        await Promise.all([...votes.map((v) => this.#keepPlace(v, call)), rest]);
+        const waitMs = decision.outcome === "busy" ? decision.waitMs : splitPauseMs(this.#clock.now() - startedAt);
+        return { status: "busy", waitMs, position: -1, counter: 0n };
       }
       // Every vote of a round that did not win is given back, the late ones too, before the caller
       // sends this hold id again: a give-back that landed after the next round's acquire on its
@@ -108,6 +130,20 @@ export class QuorumStore implements Store {
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up.
       await pause(this.#clock, pauseMs, stop);
     }
+  }
+
+  /**
+   * A lost vote of a waiter with a place in line: a "busy" keeps its ticket there; a lone hold is
+   * given back with the ticket kept in its place; an unknown outcome (no answer) is given back whole.
+   */
+  #keepPlace(vote: Vote<AcquireResult>, call: AcquireCall): Promise<void> | undefined {
+    if (vote.ok && vote.value.status === "busy") return undefined;
+    const store = this.#store(vote.node);
+    return (vote.ok ? store.stepAside(call) : store.abandon(call)).catch(() => {});
+  }
+
+  async stepAside(call: AcquireCall): Promise<void> {
+    await Promise.all(this.#nodes.map((_, i) => this.#store(i).stepAside(call).catch(() => {})));
   }
 
   async abandon(call: AcquireCall): Promise<void> {

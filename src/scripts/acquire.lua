@@ -1,9 +1,12 @@
 -- acquire.lua: take, re-enter or join a mutex, or stand in its queue.
 -- KEYS: lock, queue, tickets
--- ARGV: owner, hold, entry, ttl, join, ticketLease
+-- ARGV: owner, hold, entry, ttl, join, ticketLease, ...order
 -- `hold` is the id a fresh acquisition founds its hold with (also its ticket); `entry` the id of
 -- this entry (= hold for a fresh acquisition). `join`: '' fresh; a hold id to re-enter that very
 -- hold; '*' to enter whatever hold `owner` has, or found one. `ticketLease` ms, 0: no ticket.
+-- `order` (optional): absent, the ticket joins the back of the line; else (quorum mode) the wall-clock ms the wait
+-- began, and the ticket takes its place in a line ordered by it (lib/queue.lua, standOrdered): a
+-- caller whose place is at the head of a free lock's line founds the hold at once.
 -- Invariant: an entry id is recorded once, so a replayed call changes nothing and answers what the
 -- first run answered; a re-entry never founds a hold; a caller served by entering its owner's
 -- hold leaves the line; a hold is founded only on a free lock with no live ticket ahead of the
@@ -19,7 +22,7 @@
 --@include lib/counter.lua
 --@include lib/queue.lua
 --@include lib/exclusive.lua
-local ttlMs, leaseMs = tonumber(ttl), tonumber(ticketLease)
+local ttlMs, leaseMs, orderMs = tonumber(ttl), tonumber(ticketLease), ARGV[7] and tonumber(ARGV[7])
 local st = redis.call('HMGET', lock, 'o', 'h', 't', '@' .. entry, 'c', 'l')
 if st[4] then return {tonumber(st[4]), tonumber(st[3]), st[2], redis.call('PTTL', lock), tonumber(st[6] or st[3])} end
 
@@ -33,6 +36,7 @@ end
 local function wait(ms)
   local c = counterNow(st[5])
   if leaseMs == 0 then return {0, ms, -1, c} end
+  if orderMs then return {0, ms, standOrdered(queue, tickets, hold, orderMs, leaseMs, ttlMs, 1, 'x', owner), c} end
   return {0, ms, stand(queue, tickets, hold, leaseMs, ttlMs, 1, 'x', owner), c}
 end
 
@@ -50,7 +54,12 @@ if st[1] then
   return wait(redis.call('PTTL', lock))
 end
 local head = liveHead(queue, tickets)
-if head and head.id ~= hold then return wait(0) end
+if head and head.id ~= hold then
+  if not orderMs or leaseMs == 0 then return wait(0) end
+  local reply = wait(0)
+  if reply[3] ~= 0 then return reply end
+  head = liveHead(queue, tickets)
+end
 if head then serveHead(queue, tickets, hold) end
 local token = found(lock, hold, owner, entry, ttlMs, st[5])
 return {1, token, hold, ttlMs, token}

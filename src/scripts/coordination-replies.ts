@@ -47,9 +47,9 @@ export function parseLeader(reply: unknown): LeaderReply | null {
   };
 }
 
-/** A latch's count on one node. */
+/** A latch's count on one node; `ids`, when asked for (quorum mode), the count downs it has counted. */
 export type LatchReply =
-  | { readonly status: "counted" | "unchanged"; readonly left: number }
+  | { readonly status: "counted" | "unchanged"; readonly left: number; readonly ids: readonly string[] }
   | { readonly status: "conflict"; readonly count: number };
 
 /** Reads a count-down or read-latch reply. */
@@ -57,8 +57,9 @@ export function parseLatch(script: string): (reply: unknown) => LatchReply {
   return (reply) => {
     const [code, n] = coded(script, reply);
     const value = int(script, reply, n);
-    if (code === 1) return { status: script === "count-down" ? "counted" : "unchanged", left: value };
-    if (code === 2) return { status: "unchanged", left: value };
+    const ids = code === 1 || code === 2 ? (reply as unknown[]).slice(2).map((id) => text(script, reply, id)) : [];
+    if (code === 1) return { status: script === "count-down" ? "counted" : "unchanged", left: value, ids };
+    if (code === 2) return { status: "unchanged", left: value, ids };
     if (code === -2) return { status: "conflict", count: value };
     return unexpected(script, reply);
   };

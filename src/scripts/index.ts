@@ -23,6 +23,7 @@ export const scripts = {
   acquire: bind(LUA.acquire, true, parseAcquire("acquire")),
   release: bind(LUA.release, false, parseRelease("release")),
   leaveQueue: bind(LUA.leaveQueue, false, parseInt("leave-queue")),
+  stepAside: bind(LUA.stepAside, false, parseInt("step-aside")),
   acquireShared: bind(LUA.acquireShared, true, parseAcquire("acquire-shared")),
   releaseShared: bind(LUA.releaseShared, false, parseRelease("release-shared")),
   leaveQueueShared: bind(LUA.leaveQueueShared, false, parseInt("leave-queue-shared")),

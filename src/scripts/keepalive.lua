@@ -8,6 +8,8 @@
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'S' hold ttl                          KEYS state holders entries               an extend of one
 --   'q' ticket lease ttl owner            KEYS lock queue tickets tombstone        a mutex waiter
+--   'o' ticket lease ttl owner            KEYS lock queue tickets tombstone        a mutex waiter in
+--                                                                                  quorum mode's ordered line
 --   'Q' ticket lease ttl owner mode n     KEYS state holders entries queue tickets a shared waiter
 --   'm' ticket lease ttl owner n          KEYS (lock queue tickets tombstone) x n  a multi-key waiter
 -- (`tombstone`: the one the ticket's hold leaves when it is released, release.lua.)
@@ -18,7 +20,9 @@
 -- refreshed (a lapsed one stands again at the back, unless it asks for more permits than the
 -- semaphore has: it is told to attempt, which refuses it), but a ticket whose hold was granted and
 -- given back never stands again (a late refresh would put a ghost at the head, which the next
--- release would grant to); nothing is founded here.
+-- release would grant to); an ordered line's ticket ('o') is refreshed where it stands and never
+-- put back by a refresh (only its waiter's attempts place it: a refresh that crossed the win of its
+-- waiter would leave a ghost ticket at its early place); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
 -- {0, position, counter} waiting (counter: the lock's counter now, as in acquire.lua); {3} its hold was granted and
@@ -66,7 +70,7 @@ while i <= #ARGV do
       out[#out + 1] = 1
     else out[#out + 1] = 0 end
     i = i + 3
-  elseif kind == 'q' then
+  elseif kind == 'q' or kind == 'o' then
     local lock, queue, tickets, tombstone = key(), key(), key(), key()
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local st = redis.call('HMGET', lock, 'h', 't', 'c')
@@ -76,7 +80,8 @@ while i <= #ARGV do
       out[#out + 1] = {3}
     else
       liveHead(queue, tickets)
-      local position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner)
+      local position = -1
+      if kind == 'q' or redis.call('HEXISTS', tickets, ticket) == 1 then position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner) end
       -- Its turn: the lock is free and it heads the line (multiLock waiters passed over stand aside).
       local head = liveHead(queue, tickets)
       if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, counterNow(st[3])} end

@@ -17,6 +17,8 @@ if redis.call('HGET', lock, 'h') == ticket then
 end
 local stood = redis.call('HDEL', tickets, ticket)
 redis.call('LREM', queue, 1, ticket)
+-- Its place in an ordered line (quorum mode), if it had one.
+if stood == 1 then redis.call('HDEL', tickets, '<' .. ticket) end
 -- It may have been the head that a free lock (whose holder expired) was waiting for: serve the next.
 if stood == 1 and redis.call('HEXISTS', lock, 'o') == 0 then
   handOver(lock, queue, tickets, channel, tonumber(keep), grant, publish)

@@ -18,17 +18,18 @@ export const KEEPALIVE_CHUNK = 100;
 
 /**
  * Renews or refreshes every item, the calls made by `run` side by side; the results are in the
- * items' order. `cluster`: whether the keys of one call must share a slot.
+ * items' order. `cluster`: whether the keys of one call must share a slot. `ordered`: a mutex
+ * waiter's ticket is in quorum mode's ordered line (refreshed where it stands, never put back).
  */
 export async function keepaliveInBatches(
-  items: readonly KeepaliveItem[], cluster: boolean, run: (call: ScriptCall<unknown[]>) => Promise<unknown[]>,
+  items: readonly KeepaliveItem[], cluster: boolean, run: (call: ScriptCall<unknown[]>) => Promise<unknown[]>, ordered = false,
 ): Promise<KeepaliveResult[]> {
   const out = new Array<KeepaliveResult>(items.length);
   await Promise.all(batches(items, cluster).map(async (indexes) => {
     const keys: string[] = [];
     const args: (string | number)[] = [];
     // A multi-key hold is renewed key by key: its items' replies are combined into one.
-    const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args));
+    const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args, ordered));
     const replies = await run(scripts.keepalive.call({}, {}, { keys, args }));
     const sent = counts.reduce((a, b) => a + b, 0);
     if (replies.length !== sent) throw new Error(`keepalive.lua answered ${replies.length} items of ${sent}`);
@@ -70,7 +71,7 @@ function firstKey(item: KeepaliveItem): string {
 }
 
 /** An item's kind, arguments and keys, in keepalive.lua's layout; returns how many script items it took. */
-function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]): number {
+function encode(item: KeepaliveItem, keys: string[], args: (string | number)[], ordered: boolean): number {
   const target = targetOf(item);
   if (target.family === "multi") return encodeMulti(item, target.keys, keys, args);
   if (item.kind === "renew") {
@@ -83,7 +84,7 @@ function encode(item: KeepaliveItem, keys: string[], args: (string | number)[]):
   const a = item.ask;
   if (target.family === "exclusive") {
     keys.push(target.keys.lock, target.keys.queue, target.keys.tickets, tombstoneOf(target.keys, a.hold));
-    args.push("q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
+    args.push(ordered ? "o" : "q", a.hold, a.ticketLeaseMs, a.ttlMs, a.owner);
   } else {
     const k = target.keys;
     keys.push(k.state, k.holders, k.entries, k.queue, k.tickets);

@@ -22,6 +22,8 @@ export interface SingleStoreOptions {
   readonly replayWindowMs: number;
   /** Whether a release grants the lock to the queue's head (not in quorum mode, not with replicas). */
   readonly grants: boolean;
+  /** Quorum mode: a mutex's waiters stand in a line ordered by `Ask.order` (lib/queue.lua). */
+  readonly ordered?: boolean;
 }
 
 export class SingleStore implements Store {
@@ -72,6 +74,7 @@ export class SingleStore implements Store {
       reply = await this.endpoint.run(scripts.acquire.call(
         { lock: k.lock, queue: k.queue, tickets: k.tickets },
         { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs },
+        this.#o.ordered && ask.order !== undefined ? { args: [ask.order] } : undefined,
       ), undo);
     } else {
       const k = target.keys;
@@ -101,6 +104,18 @@ export class SingleStore implements Store {
       const nestedRead = call.target.family === "shared" && call.ask.mode === "r" && call.join !== "*";
       await this.release({ target: call.target, hold: nestedRead ? call.ask.hold : call.join, token: 0n }, call.entry);
     }
+  }
+
+  async stepAside(call: AcquireCall): Promise<void> {
+    const { target, ask } = call;
+    // Only a mutex has an ordered line; any other attempt gives back all it may have obtained.
+    if (target.family !== "exclusive" || !this.#o.ordered || ask.order === undefined || ask.ticketLeaseMs === 0) return this.abandon(call);
+    this.#newest.delete(call.entry);
+    const k = target.keys;
+    await this.endpoint.run(scripts.stepAside.call(
+      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel },
+      { ticket: ask.hold, order: ask.order, ticketLease: ask.ticketLeaseMs, ttl: ask.ttlMs, owner: ask.owner, keep: this.#o.keepMs, publish: this.endpoint.publish },
+    ));
   }
 
   async release(ref: HoldRef, entry: string, here = ""): Promise<ReleaseResult> {
@@ -137,7 +152,7 @@ export class SingleStore implements Store {
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
-    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call));
+    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true);
   }
 
   async check(ref: HoldRef): Promise<HoldState> {

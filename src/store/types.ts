@@ -39,6 +39,11 @@ export interface Ask {
   readonly permits: number;
   /** How long its ticket stays live without a refresh; 0: one attempt, no ticket. */
   readonly ticketLeaseMs: number;
+  /**
+   * Its place in quorum mode's ordered line: the wall-clock ms its wait began (comparable across
+   * processes, unlike the monotonic clock), the same for every attempt and on every node.
+   */
+  readonly order?: number;
 }
 
 /** One attempt: fresh (`join` ''), a re-entry of a hold (`join` its id), or a join by owner ('*'). */
@@ -105,6 +110,11 @@ export interface Store {
   acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult>;
   /** Gives an attempt back whatever it may have obtained (its reply was lost, or came too late). */
   abandon(call: AcquireCall): Promise<void>;
+  /**
+   * Quorum mode, on one node: gives back a hold `call`'s attempt founded there without winning a
+   * majority, and keeps (or puts) its ticket in its place in the ordered line.
+   */
+  stepAside(call: AcquireCall): Promise<void>;
   /**
    * Gives `entry` back. `here`: the caller's instance (its tickets are `<instance>.<n>`), when the
    * caller hands a grant in the reply over itself (the release then announces none to them).

@@ -21,8 +21,8 @@ void describe("count-down.lua, read-latch.lua", () => {
   void it("the first count down makes the latch with its count minus one, with a PTTL of the ttl; a replay counts once", async () => {
     const k = space.latch("first");
     const r = await b.replay(down("first", "a"), [k.state]);
-    assert.deepEqual(r.first, { status: "counted", left: 2 });
-    assert.deepEqual(r.second, { status: "unchanged", left: 2 });
+    assert.deepEqual(r.first, { status: "counted", left: 2, ids: [] });
+    assert.deepEqual(r.second, { status: "unchanged", left: 2, ids: [] });
     assert.deepEqual(r.again, r.after);
     assert.deepEqual(r.after[k.state]?.value, { c: "2", "d:a": "1", n: "3" });
     assertAllExpire(r.again);
@@ -39,11 +39,11 @@ void describe("count-down.lua, read-latch.lua", () => {
     try {
       await b.run(down("open", "a"));
       await b.run(down("open", "b"));
-      assert.deepEqual(await b.run(down("open", "c")), { status: "counted", left: 0 });
+      assert.deepEqual(await b.run(down("open", "c")), { status: "counted", left: 0, ids: [] });
       await within(2_000, opened, "the announcement");
       assert.deepEqual(await b.redis.hgetall(k.state), { n: "3", c: "0" });
-      assert.deepEqual(await b.run(down("open", "c")), { status: "unchanged", left: 0 });
-      assert.deepEqual(await b.run(down("open", "d", 3, 90_000)), { status: "unchanged", left: 0 });
+      assert.deepEqual(await b.run(down("open", "c")), { status: "unchanged", left: 0, ids: [] });
+      assert.deepEqual(await b.run(down("open", "d", 3, 90_000)), { status: "unchanged", left: 0, ids: [] });
       assert.ok((await b.redis.pttl(k.state)) > 60_000, "a count down of an open latch still renews its TTL");
       // A PING on the subscriber answers after every message published before it: nothing else was announced.
       await sub.ping();
@@ -63,11 +63,24 @@ void describe("count-down.lua, read-latch.lua", () => {
   });
 
   void it("read-latch: the whole count for a latch Redis does not have, else what is left; changes nothing", async () => {
-    assert.deepEqual(await read("unread", 4), { status: "unchanged", left: 4 });
+    assert.deepEqual(await read("unread", 4), { status: "unchanged", left: 4, ids: [] });
     assert.equal(await b.redis.exists(space.latch("unread").state), 0);
     await b.run(down("partly", "a"));
     const before = await b.snapshot([space.latch("partly").state]);
-    assert.deepEqual(await read("partly"), { status: "unchanged", left: 2 });
+    assert.deepEqual(await read("partly"), { status: "unchanged", left: 2, ids: [] });
     assert.deepEqual(await b.snapshot([space.latch("partly").state]), before);
+  });
+  void it("with ids asked for (quorum mode), both list the ids this node counted while it is not at 0", async () => {
+    const k = space.latch("ids");
+    const downWithIds = (id: string) => b.run(scripts.countDown.call({ latch: k.state, channel: k.channel }, { id, count: 3, ttl: 60_000, publish: "PUBLISH" }, { args: ["1"] }));
+    assert.deepEqual(await downWithIds("a"), { status: "counted", left: 2, ids: ["a"] });
+    const second = await downWithIds("b");
+    assert.ok(second.status === "counted");
+    assert.deepEqual([...second.ids].sort(), ["a", "b"]);
+    const read = await b.run(scripts.readLatch.call({ latch: k.state }, { count: 3 }, { args: ["1"] }));
+    assert.ok(read.status === "unchanged");
+    assert.deepEqual([...read.ids].sort(), ["a", "b"]);
+    assert.deepEqual(await downWithIds("c"), { status: "counted", left: 0, ids: [] });
+    assert.deepEqual(await b.run(scripts.readLatch.call({ latch: k.state }, { count: 3 }, { args: ["1"] })), { status: "unchanged", left: 0, ids: [] });
   });
 });

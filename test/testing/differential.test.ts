@@ -116,6 +116,8 @@ const ARG_POOLS: [RegExp, readonly string[]][] = [
   // window would make the outcome depend on the instant the real server ran it.
   [/^(ttl|keep|window|ticketLease|lease|timeout)$/, ["1", "3000", "3000", "86400000", "0"]],
   [/^(has|here)$/, ["1", "0"]],
+  // A waiter's place in quorum mode's ordered line (wall-clock ms): equal ones fall back on ticket ids.
+  [/^order$/, ["1795442865974", "1795442865975", "1795442865974"]],
   [/^(value)$/, ["v", "42"]],
 ];
 const ANY = [...new Set(ARG_POOLS.flatMap(([, pool]) => pool))];
@@ -135,12 +137,12 @@ function callOf(script: (typeof LUA)[keyof typeof LUA], r: Random): { keys: stri
     for (const lock of r.some(["a", "b", "c"], 1, 3)) keys.push(...KEY_NAMES.map((k) => `surelock:{k}:${lock}:${k}`));
   } else if (script.name === "keepalive") {
     for (let i = r.int(1, 3); i > 0; i--) {
-      const item = r.pick(["x", "s", "q", "Q"]);
+      const item = r.pick(["x", "s", "q", "Q", "o"]);
       const hold = argFor("hold", r);
       const base = `surelock:{k}:${r.pick(["a", "b"])}`;
       if (item === "x") { args.push("x", hold, argFor("ttl", r)); keys.push(`${base}:lock`); }
       if (item === "s") { args.push("s", hold, argFor("ttl", r)); keys.push(...["state", "holders", "entries"].map((k) => `${base}:${k}`)); }
-      if (item === "q") { args.push("q", hold, argFor("ttl", r), argFor("ttl", r), argFor("owner", r)); keys.push(...["lock", "queue", "tickets", "released"].map((k) => `${base}:${k}`)); }
+      if (item === "q" || item === "o") { args.push(item, hold, argFor("ttl", r), argFor("ttl", r), argFor("owner", r)); keys.push(...["lock", "queue", "tickets", "released"].map((k) => `${base}:${k}`)); }
       if (item === "Q") {
         args.push("Q", hold, argFor("ttl", r), argFor("ttl", r), argFor("owner", r), argFor("mode", r), argFor("permits", r));
         keys.push(...["state", "holders", "entries", "queue", "tickets"].map((k) => `${base}:${k}`));
@@ -152,6 +154,9 @@ function callOf(script: (typeof LUA)[keyof typeof LUA], r: Random): { keys: stri
     if (args[5] === "ZADD") args.splice(6, args.length, "1", "m");
     if (args[5] === "XADD") args.splice(6, args.length, "*", "f", "v");
     if (args[5] === "HSET") args.splice(6, args.length, "f", "v");
+  } else if (script.name === "acquire") {
+    // The optional order: quorum mode's ordered line, or the back of the line without it.
+    if (r.pick([true, false])) args.push(argFor("order", r));
   } else if (script.restArgs || script.restKeys) {
     args.push(...r.some(ANY, 0, 4));
     if (script.restKeys) keys.push(...r.some(KEY_NAMES, 0, 4).map((k) => `surelock:${tag}:${k}`));

@@ -24,7 +24,7 @@ local function liveHead(queue, tickets, passed)
       i = i + 1
     elseif i == 0 then
       redis.call('LPOP', queue)
-      redis.call('HDEL', tickets, id)
+      redis.call('HDEL', tickets, id, '<' .. id)
     else
       -- Lapsed behind a passed-over ticket: not live; dropped once it reaches the head.
       i = i + 1
@@ -51,7 +51,29 @@ end
 -- perhaps before it, or served by its owner's hold).
 local function serveHead(queue, tickets, ticket)
   redis.call('LREM', queue, 1, ticket)
-  redis.call('HDEL', tickets, ticket)
+  redis.call('HDEL', tickets, ticket, '<' .. ticket)
+end
+
+-- Quorum mode: the line is ordered by each waiter's `order` (the wall-clock ms its wait began, the
+-- same on every node; ties by ticket id), kept beside its registration as field `<ticket`, so that
+-- every node has the tickets it holds in one and the same order, whatever order they arrived in.
+-- Puts the ticket in its place if it stands nowhere yet (tickets without an order stay ahead of
+-- it), then registers or refreshes it as `stand` does. Returns its position (0 = head).
+local function standOrdered(queue, tickets, ticket, order, leaseMs, ttl, permits, mode, owner)
+  if redis.call('HEXISTS', tickets, ticket) == 0 then
+    local before = nil
+    for _, id in ipairs(redis.call('LRANGE', queue, 0, -1)) do
+      local o = tonumber(redis.call('HGET', tickets, '<' .. id))
+      if o and (o > order or (o == order and id > ticket)) then
+        before = id
+        break
+      end
+    end
+    if before then redis.call('LINSERT', queue, 'BEFORE', before, ticket) else redis.call('RPUSH', queue, ticket) end
+    -- Registered here, so that `stand` finds it standing and only refreshes it.
+    redis.call('HSET', tickets, '<' .. ticket, string.format('%d', order), ticket, '0|0|0|x|')
+  end
+  return stand(queue, tickets, ticket, leaseMs, ttl, permits, mode, owner)
 end
 
 -- Says `message` to the waiter of `ticket` alone: on its instance's own channel of the lock,

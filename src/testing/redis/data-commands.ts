@@ -246,6 +246,16 @@ export const dataCommands: CommandSpec[] = [
     ctx.ks.dropIfEmpty(key as string);
     return doomed.length;
   }),
+  command("linsert", 5, (ctx, [, key, where, pivot, element]) => {
+    const side = (where as string).toUpperCase();
+    if (side !== "BEFORE" && side !== "AFTER") fail("ERR syntax error");
+    const l = ctx.ks.get(key as string, "list")?.data;
+    if (!l) return 0;
+    const at = l.indexOf(pivot as string);
+    if (at < 0) return -1;
+    l.splice(side === "BEFORE" ? at : at + 1, 0, element as string);
+    return l.length;
+  }),
   command("lpos", -3, (ctx, argv) => {
     if (argv.length > 3) unsupported(`LPOS ${argv[3]}`);
     const i = list(ctx, argv[1] as string).indexOf(argv[2] as string);
