@@ -39,14 +39,14 @@ export interface ExtendMessage {
   /** True when the watchdog did it. */
   readonly automatic: boolean;
 }
-/** Published when a lease is lost. */
+/** Published when a lease is lost (not when `close()` gives it back: that is a shutdown, not a loss). */
 export interface LostMessage {
   /** The user's key. */
   readonly key: string;
   /** The lease's fencing token. */
   readonly fencingToken: bigint;
-  /** Why (see LockLostError.reason). */
-  readonly reason: LockLostReason;
+  /** Why (see LockLostError.reason); never `closed`. */
+  readonly reason: Exclude<LockLostReason, "closed">;
   /** Time from the moment the lease became unsafe to the abort, ms (0 when it was learned from Redis). */
   readonly lateByMs: number;
 }
@@ -77,7 +77,7 @@ export interface LeaderMessage {
   readonly name: string;
   /**
    * `elected`: campaign() resolved; `proclaimed`: proclaim() stored a new value; `resigned`:
-   * resign() gave it up (a lease released directly shows on surelock:release only); `lost`: its
+   * resign() or close() gave it up (a lease released directly shows on surelock:release only); `lost`: its
    * lease was lost (surelock:lost says why).
    */
   readonly event: "elected" | "proclaimed" | "resigned" | "lost";

@@ -6,8 +6,11 @@
 
 const BRAND = Symbol.for("surelock.error");
 
-/** Why a lease stopped being trustworthy. */
-export type LockLostReason = "taken" | "expired" | "unreachable";
+/**
+ * Why a lease stopped being trustworthy. `closed`: the Surelock instance was closed while it was
+ * held, and gave it back (a shutdown, not a loss: no `surelock:lost` event is published for it).
+ */
+export type LockLostReason = "taken" | "expired" | "unreachable" | "closed";
 
 /** Base class of every error surelock throws. Match on `code`, which never changes. */
 export class SurelockError extends Error {
@@ -54,13 +57,19 @@ export class LockTimeoutError extends SurelockError {
   }
 }
 
-/** The lease is gone: taken by another owner, expired, or unprovable while Redis was unreachable. */
+/**
+ * The lease is gone: taken by another owner, expired, unprovable while Redis was unreachable, or
+ * given back by `close()`.
+ */
 export class LockLostError extends SurelockError {
   /** The stable code of this class: `ERR_SURELOCK_LOCK_LOST`. */
   static override readonly CODE = "ERR_SURELOCK_LOCK_LOST";
   /** The user's key. */
   readonly key: string;
-  /** `taken` (another hold holds it), `expired` (it ran out) or `unreachable` (Redis could not confirm it in time). */
+  /**
+   * `taken` (another hold holds it), `expired` (it ran out), `unreachable` (Redis could not
+   * confirm it in time) or `closed` (`Surelock.close()` gave it back while it was held).
+   */
   readonly reason: LockLostReason;
 
   constructor(key: string, reason: LockLostReason, detail?: string, options?: { cause?: unknown }) {

@@ -155,7 +155,7 @@ export class Runtime implements LeaseRuntime {
       this.#wakeups.close(),
       ...holds.flatMap((hold) => {
         const entries = hold.leases.map((lease) => lease._entry);
-        hold.lose("expired", "the Surelock instance was closed");
+        hold.lose("closed", "the Surelock instance was closed while it was held");
         // Each call is bounded by its command timeout; what does not get through expires by itself.
         return entries.map((entry) => this.store.release(hold.ref, entry).catch(() => {}));
       }),
