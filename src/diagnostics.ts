@@ -50,14 +50,20 @@ export interface LostMessage {
   /** Time from the moment the lease became unsafe to the abort, ms (0 when it was learned from Redis). */
   readonly lateByMs: number;
 }
-/** Published when an acquire starts waiting and when it stops. */
+/** Published when an acquire starts waiting and when it stops, and when Redis stops and resumes answering it meanwhile. */
 export interface WaitMessage {
   /** The user's key. */
   readonly key: string;
-  /** `start` when it begins to wait (the lock was busy), `end` when the wait is over. */
-  readonly phase: "start" | "end";
+  /**
+   * `start` when it begins to wait (the lock was busy), `end` when the wait is over;
+   * `unreachable` when Redis stopped answering the waiter (its ticket's refresh failed: `error`
+   * says why; the wait goes on, bounded by its timeout), `reachable` when Redis answers it again.
+   */
+  readonly phase: "start" | "end" | "unreachable" | "reachable";
   /** On `end`: how it ended. */
   readonly outcome?: "acquired" | "timeout" | "aborted" | "error";
+  /** On `unreachable`: the refresh's failure (a ConnectionError, or a QuorumError in quorum mode). */
+  readonly error?: Error;
   /** Time since the acquire was called, ms. */
   readonly waitedMs: number;
 }

@@ -36,7 +36,11 @@ export class SurelockError extends Error {
   }
 }
 
-/** `acquire` waited `timeout` ms without getting the lock. */
+/**
+ * `acquire` waited `timeout` ms without getting the lock. When Redis did not answer during the
+ * wait (no reply yet to its attempt, or its ticket's last refresh failed), `cause` is the
+ * `ConnectionError` (or `QuorumError`): an outage, not contention.
+ */
 export class LockTimeoutError extends SurelockError {
   /** The stable code of this class: `ERR_SURELOCK_TIMEOUT`. */
   static override readonly CODE = "ERR_SURELOCK_TIMEOUT";
@@ -48,8 +52,13 @@ export class LockTimeoutError extends SurelockError {
   readonly timeoutMs: number;
 
   /** `what` names what was waited for: a lock (the default), an election, a latch. */
-  constructor(key: string, waitedMs: number, timeoutMs: number, what = "lock") {
-    super(LockTimeoutError.CODE, `timed out waiting for ${what} "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`);
+  constructor(key: string, waitedMs: number, timeoutMs: number, what = "lock", options?: { cause?: unknown }) {
+    const unanswered = options?.cause instanceof Error ? `; Redis did not answer: ${options.cause.message}` : "";
+    super(
+      LockTimeoutError.CODE,
+      `timed out waiting for ${what} "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)${unanswered}`,
+      options,
+    );
     this.name = "LockTimeoutError";
     this.key = key;
     this.waitedMs = waitedMs;
@@ -165,6 +174,21 @@ export class ScriptError extends SurelockError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ScriptError.CODE, message, options);
     this.name = "ScriptError";
+  }
+}
+
+/**
+ * Redis refused the client's credentials or permissions: a wrong password (`WRONGPASS`, or
+ * "invalid password" from older servers), no password given (`NOAUTH`), or an ACL that denies a command, key or channel
+ * surelock needs (`NOPERM`). Retrying will not help: fix the client's credentials or the ACL user
+ * (docs/adapters.md, "Authentication and ACLs"). `cause` is the client's error.
+ */
+export class AuthError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_AUTH`. */
+  static override readonly CODE = "ERR_SURELOCK_AUTH";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(AuthError.CODE, message, options);
+    this.name = "AuthError";
   }
 }
 

@@ -61,6 +61,7 @@ export function instrumentSurelock(options: SurelockInstrumentation = {}): () =>
       waiters.add(1, keyOf(m.key));
       return;
     }
+    if (m.phase !== "end") return;
     waiters.add(-1, keyOf(m.key));
     if (m.outcome === "acquired") return;
     failures.add(1, { ...keyOf(m.key), "surelock.outcome": m.outcome ?? "error" });

@@ -108,7 +108,8 @@ export class Election {
     const stop = new Interruption({ clock: rt.clock, signals: [signal, resigned.signal] });
     try {
       // A fresh owner per campaign: the candidacy never joins a hold by owner.
-      const lease = await this.#candidacy.acquire({ signal: stop.signal, ...(timeout !== undefined && { timeout }) });
+      // A candidate stands by until it leads: the instance's acquireTimeout is for locks, not campaigns.
+      const lease = await this.#candidacy.acquire({ signal: stop.signal, timeout: timeout ?? Infinity });
       try {
         // Aborted or resigned while the lock was being granted: step down rather than lead.
         stop.throwIfInterrupted();
