@@ -2,7 +2,8 @@
  * Events on node:diagnostics_channel. Every channel is created once here; a message is built only
  * when someone subscribes. Subscribers run synchronously inside surelock: keep them cheap.
  */
-import diagnostics from "node:diagnostics_channel";
+// Named, not default, imports: the declarations must compile without esModuleInterop.
+import { channel } from "node:diagnostics_channel";
 import { debuglog } from "node:util";
 import type { LockLostReason } from "./errors.js";
 
@@ -19,7 +20,7 @@ export interface AcquireMessage {
   /** Number of attempts sent to Redis. */
   readonly attempts: number;
 }
-/** Published when a lease was released. */
+/** Published when a lease was released (also when `close()` gave it back). */
 export interface ReleaseMessage {
   /** The user's key. */
   readonly key: string;
@@ -108,14 +109,14 @@ export interface LatchMessage {
 
 /** All surelock channels, created at load time. */
 export const channels = {
-  acquire: diagnostics.channel("surelock:acquire"),
-  release: diagnostics.channel("surelock:release"),
-  extend: diagnostics.channel("surelock:extend"),
-  lost: diagnostics.channel("surelock:lost"),
-  wait: diagnostics.channel("surelock:wait"),
-  error: diagnostics.channel("surelock:error"),
-  leader: diagnostics.channel("surelock:leader"),
-  latch: diagnostics.channel("surelock:latch"),
+  acquire: channel("surelock:acquire"),
+  release: channel("surelock:release"),
+  extend: channel("surelock:extend"),
+  lost: channel("surelock:lost"),
+  wait: channel("surelock:wait"),
+  error: channel("surelock:error"),
+  leader: channel("surelock:leader"),
+  latch: channel("surelock:latch"),
 } as const;
 
 interface Messages {
@@ -138,7 +139,7 @@ export function publish<K extends keyof Messages>(name: K, make: () => Messages[
 // NODE_DEBUG=surelock prints every event: it is one more subscriber, not a second code path.
 const debug = debuglog("surelock");
 if (debug.enabled) {
-  for (const channel of Object.values(channels)) {
-    channel.subscribe((message) => debug("%s %o", channel.name, message));
+  for (const each of Object.values(channels)) {
+    each.subscribe((message) => debug("%s %o", each.name, message));
   }
 }
