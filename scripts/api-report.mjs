@@ -1,6 +1,6 @@
 // The public API as committed reports: etc/surelock.api.md (the `surelock` entry),
-// etc/surelock-testing.api.md (`surelock/testing`) and etc/surelock-adapter-kit.api.md
-// (`surelock/adapter-kit`), made by API Extractor from the built
+// etc/surelock-testing.api.md (`surelock/testing`), etc/surelock-adapter-kit.api.md
+// (`surelock/adapter-kit`) and etc/surelock-otel.api.md (`surelock/otel`), made by API Extractor from the built
 // declarations in dist/types (run `npm run build` first; the CJS declarations are copies of them).
 //
 //   node scripts/api-report.mjs --write   regenerates the committed reports (`npm run api`)
@@ -19,6 +19,7 @@ const entries = [
   { name: "surelock", types: "dist/types/index.d.ts", report: "surelock" },
   { name: "surelock/testing", types: "dist/types/testing/index.d.ts", report: "surelock-testing" },
   { name: "surelock/adapter-kit", types: "dist/types/adapter-kit/index.d.ts", report: "surelock-adapter-kit" },
+  { name: "surelock/otel", types: "dist/types/otel/index.d.ts", report: "surelock-otel" },
 ];
 
 /** Runs API Extractor for one entry point; returns the fresh report's path under .tmp/api/. */

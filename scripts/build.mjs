@@ -1,5 +1,6 @@
 // Builds the package: an ESM and a CommonJS bundle of src/index.ts, of src/testing/index.ts
-// (surelock/testing) and of src/adapter-kit/index.ts (surelock/adapter-kit), the CLI, and type
+// (surelock/testing), of src/adapter-kit/index.ts (surelock/adapter-kit) and of src/otel/index.ts
+// (surelock/otel, which keeps @opentelemetry/api external like every package), the CLI, and type
 // declarations for all (the CJS ones under dist/cjs, whose package.json says "commonjs").
 //
 // surelock/testing and surelock/adapter-kit import the main entry (and testing the kit) as the
@@ -64,6 +65,7 @@ const [cli] = await Promise.all([
   build({ ...library, entryPoints: ["src/index.ts"], format: "cjs", outfile: "dist/cjs/index.cjs" }),
   ...sideEntry("testing", "src/testing/index.ts", { ...main, ...kit }),
   ...sideEntry("adapter-kit", "src/adapter-kit/index.ts", main),
+  ...sideEntry("otel", "src/otel/index.ts", main),
 ]);
 writeFileSync("dist/cli/bundled.json", `${JSON.stringify(bundledPackages(cli.metafile), null, 2)}\n`);
 

@@ -2,8 +2,8 @@
 // (eslint.config.js spreads `layerRules()`; CONTRIBUTING.md explains the layers).
 //
 // The library is one chain of layers: a file may import its own layer and every layer below it,
-// never one above. Three parts stand beside the chain: surelock/testing (src/testing), the adapter kit
-// (src/adapter-kit) and the command line (src/cli), each with a short list of what it may import. The rule is ESLint's own
+// never one above. Four parts stand beside the chain: surelock/testing (src/testing), the adapter kit
+// (src/adapter-kit), the OpenTelemetry bridge (src/otel) and the command line (src/cli), each with a short list of what it may import. The rule is ESLint's own
 // no-restricted-imports, one regex per place a file may not reach, written relative to its folder.
 import { readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -41,6 +41,12 @@ export const SIDES = [
     members: ["src/adapter-kit/"],
     // The contract it checks adapters against, and the library it runs over them.
     may: ["src/adapters/types.ts", "src/index.ts"],
+  },
+  {
+    name: "otel",
+    members: ["src/otel/"],
+    // The message types it reads off the channels (type imports only: it subscribes by name).
+    may: ["src/index.ts"],
   },
   {
     name: "cli",

@@ -2,7 +2,8 @@
  * Events on node:diagnostics_channel. Every channel is created once here; a message is built only
  * when someone subscribes. Subscribers run synchronously inside surelock: keep them cheap.
  */
-import diagnostics from "node:diagnostics_channel";
+// Named, not default, imports: the declarations must compile without esModuleInterop.
+import { channel } from "node:diagnostics_channel";
 import { debuglog } from "node:util";
 import type { LockLostReason } from "./errors.js";
 
@@ -19,7 +20,7 @@ export interface AcquireMessage {
   /** Number of attempts sent to Redis. */
   readonly attempts: number;
 }
-/** Published when a lease was released. */
+/** Published when a lease was released (also when `close()` gave it back). */
 export interface ReleaseMessage {
   /** The user's key. */
   readonly key: string;
@@ -39,25 +40,31 @@ export interface ExtendMessage {
   /** True when the watchdog did it. */
   readonly automatic: boolean;
 }
-/** Published when a lease is lost. */
+/** Published when a lease is lost (not when `close()` gives it back: that is a shutdown, not a loss). */
 export interface LostMessage {
   /** The user's key. */
   readonly key: string;
   /** The lease's fencing token. */
   readonly fencingToken: bigint;
-  /** Why (see LockLostError.reason). */
-  readonly reason: LockLostReason;
+  /** Why (see LockLostError.reason); never `closed`. */
+  readonly reason: Exclude<LockLostReason, "closed">;
   /** Time from the moment the lease became unsafe to the abort, ms (0 when it was learned from Redis). */
   readonly lateByMs: number;
 }
-/** Published when an acquire starts waiting and when it stops. */
+/** Published when an acquire starts waiting and when it stops, and when Redis stops and resumes answering it meanwhile. */
 export interface WaitMessage {
   /** The user's key. */
   readonly key: string;
-  /** `start` when it begins to wait (the lock was busy), `end` when the wait is over. */
-  readonly phase: "start" | "end";
+  /**
+   * `start` when it begins to wait (the lock was busy), `end` when the wait is over;
+   * `unreachable` when Redis stopped answering the waiter (its ticket's refresh failed: `error`
+   * says why; the wait goes on, bounded by its timeout), `reachable` when Redis answers it again.
+   */
+  readonly phase: "start" | "end" | "unreachable" | "reachable";
   /** On `end`: how it ended. */
   readonly outcome?: "acquired" | "timeout" | "aborted" | "error";
+  /** On `unreachable`: the refresh's failure (a ConnectionError, or a QuorumError in quorum mode). */
+  readonly error?: Error;
   /** Time since the acquire was called, ms. */
   readonly waitedMs: number;
 }
@@ -77,7 +84,7 @@ export interface LeaderMessage {
   readonly name: string;
   /**
    * `elected`: campaign() resolved; `proclaimed`: proclaim() stored a new value; `resigned`:
-   * resign() gave it up (a lease released directly shows on surelock:release only); `lost`: its
+   * resign() or close() gave it up (a lease released directly shows on surelock:release only); `lost`: its
    * lease was lost (surelock:lost says why).
    */
   readonly event: "elected" | "proclaimed" | "resigned" | "lost";
@@ -102,14 +109,14 @@ export interface LatchMessage {
 
 /** All surelock channels, created at load time. */
 export const channels = {
-  acquire: diagnostics.channel("surelock:acquire"),
-  release: diagnostics.channel("surelock:release"),
-  extend: diagnostics.channel("surelock:extend"),
-  lost: diagnostics.channel("surelock:lost"),
-  wait: diagnostics.channel("surelock:wait"),
-  error: diagnostics.channel("surelock:error"),
-  leader: diagnostics.channel("surelock:leader"),
-  latch: diagnostics.channel("surelock:latch"),
+  acquire: channel("surelock:acquire"),
+  release: channel("surelock:release"),
+  extend: channel("surelock:extend"),
+  lost: channel("surelock:lost"),
+  wait: channel("surelock:wait"),
+  error: channel("surelock:error"),
+  leader: channel("surelock:leader"),
+  latch: channel("surelock:latch"),
 } as const;
 
 interface Messages {
@@ -132,7 +139,7 @@ export function publish<K extends keyof Messages>(name: K, make: () => Messages[
 // NODE_DEBUG=surelock prints every event: it is one more subscriber, not a second code path.
 const debug = debuglog("surelock");
 if (debug.enabled) {
-  for (const channel of Object.values(channels)) {
-    channel.subscribe((message) => debug("%s %o", channel.name, message));
+  for (const each of Object.values(channels)) {
+    each.subscribe((message) => debug("%s %o", each.name, message));
   }
 }

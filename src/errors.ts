@@ -6,8 +6,11 @@
 
 const BRAND = Symbol.for("surelock.error");
 
-/** Why a lease stopped being trustworthy. */
-export type LockLostReason = "taken" | "expired" | "unreachable";
+/**
+ * Why a lease stopped being trustworthy. `closed`: the Surelock instance was closed while it was
+ * held, and gave it back (a shutdown, not a loss: no `surelock:lost` event is published for it).
+ */
+export type LockLostReason = "taken" | "expired" | "unreachable" | "closed";
 
 /** Base class of every error surelock throws. Match on `code`, which never changes. */
 export class SurelockError extends Error {
@@ -33,7 +36,11 @@ export class SurelockError extends Error {
   }
 }
 
-/** `acquire` waited `timeout` ms without getting the lock. */
+/**
+ * `acquire` waited `timeout` ms without getting the lock. When Redis did not answer during the
+ * wait (no reply yet to its attempt, or its ticket's last refresh failed), `cause` is the
+ * `ConnectionError` (or `QuorumError`): an outage, not contention.
+ */
 export class LockTimeoutError extends SurelockError {
   /** The stable code of this class: `ERR_SURELOCK_TIMEOUT`. */
   static override readonly CODE = "ERR_SURELOCK_TIMEOUT";
@@ -45,8 +52,13 @@ export class LockTimeoutError extends SurelockError {
   readonly timeoutMs: number;
 
   /** `what` names what was waited for: a lock (the default), an election, a latch. */
-  constructor(key: string, waitedMs: number, timeoutMs: number, what = "lock") {
-    super(LockTimeoutError.CODE, `timed out waiting for ${what} "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)`);
+  constructor(key: string, waitedMs: number, timeoutMs: number, what = "lock", options?: { cause?: unknown }) {
+    const unanswered = options?.cause instanceof Error ? `; Redis did not answer: ${options.cause.message}` : "";
+    super(
+      LockTimeoutError.CODE,
+      `timed out waiting for ${what} "${key}" after ${Math.round(waitedMs)} ms (timeout ${timeoutMs} ms)${unanswered}`,
+      options,
+    );
     this.name = "LockTimeoutError";
     this.key = key;
     this.waitedMs = waitedMs;
@@ -54,13 +66,19 @@ export class LockTimeoutError extends SurelockError {
   }
 }
 
-/** The lease is gone: taken by another owner, expired, or unprovable while Redis was unreachable. */
+/**
+ * The lease is gone: taken by another owner, expired, unprovable while Redis was unreachable, or
+ * given back by `close()`.
+ */
 export class LockLostError extends SurelockError {
   /** The stable code of this class: `ERR_SURELOCK_LOCK_LOST`. */
   static override readonly CODE = "ERR_SURELOCK_LOCK_LOST";
   /** The user's key. */
   readonly key: string;
-  /** `taken` (another hold holds it), `expired` (it ran out) or `unreachable` (Redis could not confirm it in time). */
+  /**
+   * `taken` (another hold holds it), `expired` (it ran out), `unreachable` (Redis could not
+   * confirm it in time) or `closed` (`Surelock.close()` gave it back while it was held).
+   */
   readonly reason: LockLostReason;
 
   constructor(key: string, reason: LockLostReason, detail?: string, options?: { cause?: unknown }) {
@@ -156,6 +174,21 @@ export class ScriptError extends SurelockError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ScriptError.CODE, message, options);
     this.name = "ScriptError";
+  }
+}
+
+/**
+ * Redis refused the client's credentials or permissions: a wrong password (`WRONGPASS`, or
+ * "invalid password" from older servers), no password given (`NOAUTH`), or an ACL that denies a command, key or channel
+ * surelock needs (`NOPERM`). Retrying will not help: fix the client's credentials or the ACL user
+ * (docs/adapters.md, "Authentication and ACLs"). `cause` is the client's error.
+ */
+export class AuthError extends SurelockError {
+  /** The stable code of this class: `ERR_SURELOCK_AUTH`. */
+  static override readonly CODE = "ERR_SURELOCK_AUTH";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(AuthError.CODE, message, options);
+    this.name = "AuthError";
   }
 }
 

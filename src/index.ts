@@ -21,7 +21,7 @@ export { FencingGuard } from "./guard.js";
 export type { GuardedWrite } from "./guard.js";
 export {
   SurelockError, LockTimeoutError, LockLostError, LockNotHeldError, QuorumError, InvalidArgumentError, ConnectionError,
-  ScriptError, UnsupportedError, DeadlockError, ConflictError, ClosedError,
+  ScriptError, AuthError, UnsupportedError, DeadlockError, ConflictError, ClosedError,
 } from "./errors.js";
 export type { LockLostReason, NodeOutcome } from "./errors.js";
 export type { RedisAdapter, RedisSubscriber, RedisArg, ReplicaWait, AcknowledgedReply } from "./adapters/types.js";

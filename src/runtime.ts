@@ -29,6 +29,8 @@ export interface RuntimeOptions {
   readonly clock: Clock;
   readonly keys: KeySpace;
   readonly defaultTtlMs: number;
+  /** The wait of an acquire that names no timeout, ms (Infinity: none). */
+  readonly acquireTimeoutMs: number;
   /** Longest pause between two checks of a waiting ticket, ms. */
   readonly pollMs: number;
   /** Longest wait for any one step of close(), ms. */
@@ -42,6 +44,7 @@ export class Runtime implements LeaseRuntime {
   readonly clock: Clock;
   readonly keys: KeySpace;
   readonly defaultTtlMs: number;
+  readonly acquireTimeoutMs: number;
   readonly callBoundMs: number;
   /** Longest pause between two checks of a waiter that has no wake-up yet, ms. */
   readonly pollMs: number;
@@ -61,6 +64,7 @@ export class Runtime implements LeaseRuntime {
     this.clock = o.clock;
     this.keys = o.keys;
     this.defaultTtlMs = o.defaultTtlMs;
+    this.acquireTimeoutMs = o.acquireTimeoutMs;
     this.callBoundMs = o.callBoundMs;
     this.pollMs = o.pollMs;
     this.keepalive = new Keepalive(o.store, o.clock);
@@ -155,7 +159,7 @@ export class Runtime implements LeaseRuntime {
       this.#wakeups.close(),
       ...holds.flatMap((hold) => {
         const entries = hold.leases.map((lease) => lease._entry);
-        hold.lose("expired", "the Surelock instance was closed");
+        hold.lose("closed", "the Surelock instance was closed while it was held");
         // Each call is bounded by its command timeout; what does not get through expires by itself.
         return entries.map((entry) => this.store.release(hold.ref, entry).catch(() => {}));
       }),

@@ -20,7 +20,7 @@ import { QUORUM_ROUNDS } from "./quorum/rounds.js";
 import { Runtime } from "./runtime.js";
 import { SingleStore } from "./store/single-store.js";
 import type { Store } from "./store/types.js";
-import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTtl, MAX_PERMITS } from "./validate.js";
+import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, checkTimeout, checkTtl, MAX_PERMITS } from "./validate.js";
 
 export type { RedisClient } from "./adapters/detect.js";
 export type { Clock } from "./clock.js";
@@ -38,6 +38,14 @@ export interface SurelockOptions {
    * with one client; 200 per node in quorum mode, so one dead node cannot slow an acquire down.
    */
   readonly commandTimeout?: number;
+  /**
+   * Longest wait, in ms, of an `acquire()` or `withLock()` that passes no `timeout` of its own
+   * (a per-call `timeout` overrides it; `Infinity` waits until the signal aborts). Default
+   * 30 000: a waiter gives up with `LockTimeoutError` rather than hang, and when Redis did not
+   * answer during the wait that error's `cause` is the `ConnectionError`. Elections' campaigns
+   * and latches' waits are not bounded by it.
+   */
+  readonly acquireTimeout?: number;
   /**
    * Waiters are served by the release itself; as a safety net against a lost announcement each
    * waiting ticket is also refreshed (which reports a grant) at least this often, in ms. Default 1 000.
@@ -64,7 +72,10 @@ export interface SurelockOptions {
   readonly clock?: Clock;
 }
 
-const OPTION_NAMES = ["redis", "prefix", "ttl", "commandTimeout", "pollInterval", "counterRetention", "replicas", "clock"] as const;
+const OPTION_NAMES = ["redis", "prefix", "ttl", "commandTimeout", "acquireTimeout", "pollInterval", "counterRetention", "replicas", "clock"] as const;
+
+/** The default of `SurelockOptions.acquireTimeout`, in ms. */
+const DEFAULT_ACQUIRE_TIMEOUT_MS = 30_000;
 
 /** Entry point: one per application (per set of Redis clients). */
 export class Surelock {
@@ -72,6 +83,8 @@ export class Surelock {
   readonly prefix: string;
   /** Default lease length in ms. */
   readonly ttl: number;
+  /** Longest wait of an acquire that passes no `timeout`, in ms (`Infinity`: none). */
+  readonly acquireTimeout: number;
   readonly #rt: Runtime;
   readonly #endpoints: readonly Endpoint[];
   #closed: Promise<void> | undefined;
@@ -84,6 +97,7 @@ export class Surelock {
     if (o.redis === undefined) throw new InvalidArgumentError("options.redis", undefined, "a Redis client or an array of them");
     this.prefix = o.prefix === undefined ? "surelock" : checkPrefix("options.prefix", o.prefix);
     this.ttl = o.ttl === undefined ? 30_000 : checkTtl("options.ttl", o.ttl);
+    this.acquireTimeout = o.acquireTimeout === undefined ? DEFAULT_ACQUIRE_TIMEOUT_MS : checkTimeout("options.acquireTimeout", o.acquireTimeout);
     const quorum = Array.isArray(o.redis);
     const clients: readonly unknown[] = quorum ? (o.redis as readonly unknown[]) : [o.redis];
     if (clients.length === 0) throw new InvalidArgumentError("options.redis", o.redis, "at least one Redis client");
@@ -115,7 +129,7 @@ export class Surelock {
     // One call's own bound: its deadline (plus WAIT's), and in quorum mode the rounds it may ask again.
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
     const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
-    this.#rt = new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, pollMs, closeMs: timeoutMs, callBoundMs });
+    this.#rt = new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs });
   }
 
   /** A reentrant mutex on `key`. Cheap: create one per use or keep it, as you like. */

@@ -15,14 +15,15 @@ const files = (dir: string): string[] =>
     e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".d.ts") ? [join(dir, e.name)] : []);
 
 describe("API report", () => {
-  it("the built declarations of surelock, surelock/testing and surelock/adapter-kit match the committed etc/*.api.md", () => {
-    // Three API Extractor runs: 40 s each on a busy 2-core machine.
+  it("the built declarations of surelock, surelock/testing, surelock/adapter-kit and surelock/otel match the committed etc/*.api.md", () => {
+    // Four API Extractor runs: 40 s each on a busy 2-core machine.
     const run = spawnSync(process.execPath, ["scripts/api-report.mjs", "--check"], { encoding: "utf8", timeout: 300_000 });
     // The script prints a unified diff of every report that differs, and what to do about it.
     assert.equal(run.status, 0, `${run.stdout}${run.stderr}`);
     assert.match(run.stdout, /etc\/surelock\.api\.md: unchanged/);
     assert.match(run.stdout, /etc\/surelock-testing\.api\.md: unchanged/);
     assert.match(run.stdout, /etc\/surelock-adapter-kit\.api\.md: unchanged/);
+    assert.match(run.stdout, /etc\/surelock-otel\.api\.md: unchanged/);
   });
 
   it("the CommonJS declarations are the ESM ones, so one report covers both", () => {

@@ -144,18 +144,19 @@ describe("npm pack of a fresh checkout", () => {
   it("the tarball carries the built library, the CLI, the declarations and the notices, not the tests", () => {
     for (const file of ["dist/index.js", "dist/cjs/index.cjs", "dist/cjs/package.json", "dist/cli/main.js", "dist/types/index.d.ts", "dist/cjs/index.d.ts",
       "dist/testing.js", "dist/cjs/testing.cjs", "dist/adapter-kit.js", "dist/cjs/adapter-kit.cjs", "dist/types/adapter-kit/index.d.ts",
-      "dist/cjs/adapter-kit/index.d.ts", "THIRD_PARTY_NOTICES.md", "README.md", "package.json"]) {
+      "dist/cjs/adapter-kit/index.d.ts", "dist/otel.js", "dist/cjs/otel.cjs", "dist/types/otel/index.d.ts", "dist/cjs/otel/index.d.ts",
+      "THIRD_PARTY_NOTICES.md", "README.md", "package.json"]) {
       assert.ok(packed.includes(file), `${file} is in the tarball`);
     }
     // What users run and read: no tests, no sources, no source maps pointing at sources it does not ship.
     assert.deepEqual(packed.filter((f) => /^(test|src|node_modules)\//.test(f) || f.endsWith(".map")), []);
   });
 
-  it("the package has no dependencies (wasmoon is an optional peer of surelock/testing; pg of the PostgreSQL store, etcd3 of the etcd store), and the scratch project has no ioredis", async () => {
+  it("the package has no dependencies (wasmoon and @opentelemetry/api are optional peers, of surelock/testing and surelock/otel; pg of the PostgreSQL store, etcd3 of the etcd store), and the scratch project has no ioredis", async () => {
     const manifest = JSON.parse(readFileSync(join(scratch, "node_modules", "surelock", "package.json"), "utf8")) as Record<string, unknown>;
     assert.equal(manifest.dependencies, undefined);
-    assert.deepEqual(Object.keys(manifest.peerDependencies as object), ["wasmoon", "pg", "etcd3"]);
-    assert.deepEqual(manifest.peerDependenciesMeta, { wasmoon: { optional: true }, pg: { optional: true }, etcd3: { optional: true } });
+    assert.deepEqual(Object.keys(manifest.peerDependencies as object), ["@opentelemetry/api", "wasmoon", "pg", "etcd3"]);
+    assert.deepEqual(manifest.peerDependenciesMeta, { "@opentelemetry/api": { optional: true }, wasmoon: { optional: true }, pg: { optional: true }, etcd3: { optional: true } });
     for (const name of ["ioredis", "wasmoon", "pg", "etcd3"]) {
       const r = await runProcess(process.execPath, ["-e", `require.resolve('${name}')`], { cwd: scratch, timeoutMs: RUN_MS });
       assert.notEqual(r.code, 0, `${name} cannot be resolved from the scratch project`);
@@ -263,6 +264,44 @@ describe("npm pack of a fresh checkout", () => {
       TSC, "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022",
       "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "types.mts", "types.cts",
     ], { cwd: scratch, timeoutMs: NPM_MS });
+  });
+
+  it("classic `module: commonjs` TypeScript (node10 resolution, typesVersions) compiles an import of every entry, with and without esModuleInterop", async () => {
+    // The optional peer, as a user who wants surelock/otel installs it (the repository's copy: no registry needed).
+    mkdirSync(join(scratch, "node_modules", "@opentelemetry"), { recursive: true });
+    symlinkSync(join(ROOT, "node_modules", "@opentelemetry", "api"), join(scratch, "node_modules", "@opentelemetry", "api"), "dir");
+    writeFileSync(join(scratch, "classic.ts"), [
+      'import { Surelock, channels, type Lease, type WaitMessage } from "surelock";',
+      'import { MemoryRedis } from "surelock/testing";',
+      'import { verifyAdapter } from "surelock/adapter-kit";',
+      'import { instrumentSurelock, type SurelockInstrumentation } from "surelock/otel";',
+      "export const locks = new Surelock({ redis: new MemoryRedis(), acquireTimeout: 5_000 });",
+      "export const token = (lease: Lease): bigint => lease.fencingToken;",
+      "export const phase = (m: WaitMessage): string => m.phase;",
+      "export const check = verifyAdapter;",
+      "export const named = channels.wait.name;",
+      'const options: SurelockInstrumentation = { metricKey: (k) => k.split(":")[0] };',
+      "export const stop: () => void = instrumentSurelock(options);",
+    ].join("\n"));
+    for (const interop of [[], ["--esModuleInterop"]]) {
+      await runOk(process.execPath, [
+        TSC, "--noEmit", "--strict", "--module", "commonjs", "--target", "es2022", ...interop,
+        "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "classic.ts",
+      ], { cwd: scratch, timeoutMs: NPM_MS });
+    }
+    // And it loads from both builds and hears the library's channels through the installed @opentelemetry/api.
+    for (const [file, load] of [["otel.cjs", "require(\"surelock/otel\")"], ["otel.mjs", "await import(\"surelock/otel\")"]] as const) {
+      const main = file.endsWith(".cjs") ? 'require("surelock")' : 'await import("surelock")';
+      const r = await writeRun(file, [
+        `const { channels } = ${main}; const { instrumentSurelock } = ${load};`,
+        "const stop = instrumentSurelock();",
+        "console.log(channels.wait.hasSubscribers);",
+        'channels.wait.publish({ key: "k", phase: "start", waitedMs: 0 });',
+        "stop();",
+        "console.log(channels.wait.hasSubscribers);",
+      ]);
+      assert.equal(r.stdout.trim(), "true\nfalse", file);
+    }
   });
 
   it("the surelock binary runs a command under a lock with no ioredis installed", async () => {

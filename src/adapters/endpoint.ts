@@ -6,9 +6,14 @@
  */
 import type { Clock } from "../clock.js";
 import { DeadlineQueue } from "../deadline.js";
-import { ConnectionError, ScriptError, SurelockError, UnsupportedError } from "../errors.js";
+import { AuthError, ConnectionError, ScriptError, SurelockError, UnsupportedError } from "../errors.js";
 import type { ScriptCall } from "../scripts/index.js";
 import type { AcknowledgedReply, RedisAdapter, RedisArg, ReplicaWait } from "./types.js";
+
+/** Where a call's deadline comes from: the shared queue, or a timer of its own. */
+interface Deadlines {
+  add(expire: () => void): { cancel(): void };
+}
 
 export interface EndpointOptions {
   readonly clock: Clock;
@@ -24,6 +29,7 @@ export class Endpoint {
   readonly replicas: ReplicaWait | undefined;
   /** The command that announces on a lock's channel: sharded pub/sub in a Cluster. */
   readonly publish: "PUBLISH" | "SPUBLISH";
+  readonly #clock: Clock;
   readonly #deadlines: DeadlineQueue;
   readonly #acknowledgedDeadlines: DeadlineQueue | undefined;
   #supported: Promise<void> | undefined;
@@ -34,6 +40,7 @@ export class Endpoint {
     this.timeoutMs = o.timeoutMs;
     this.replicas = o.replicas;
     this.publish = adapter.cluster ? "SPUBLISH" : "PUBLISH";
+    this.#clock = o.clock;
     this.#deadlines = new DeadlineQueue(o.clock, o.timeoutMs);
     // WAIT may take its whole timeout on top of the write's own deadline.
     this.#acknowledgedDeadlines = o.replicas && new DeadlineQueue(o.clock, o.timeoutMs + o.replicas.timeoutMs);
@@ -50,7 +57,17 @@ export class Endpoint {
    * acknowledged it — so that whatever it granted can be given back.
    */
   async run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
-    if (!this.#checked) await this.#supportedVersion();
+    let deadlines: Deadlines = this.#deadlines;
+    let acknowledgedDeadlines: Deadlines | undefined = this.#acknowledgedDeadlines;
+    if (!this.#checked) {
+      // The version check and the script share the call's one deadline: a server that does not
+      // answer costs one command timeout, not one per command.
+      const startedAt = this.#clock.now();
+      await this.#supportedVersion();
+      const leftMs = this.timeoutMs - (this.#clock.now() - startedAt);
+      deadlines = this.#remaining(leftMs);
+      acknowledgedDeadlines = this.replicas && this.#remaining(leftMs + this.replicas.timeoutMs);
+    }
     const what = (): string => `${call.script.name} of ${call.keys[0] ?? "?"}`;
     const wait = this.replicas && call.script.acknowledged ? this.replicas : undefined;
     const parseLate = undo && ((raw: unknown): void => {
@@ -60,8 +77,8 @@ export class Endpoint {
         // A reply we cannot read grants nothing we could give back.
       }
     });
-    if (!wait) return call.script.parse(await this.#bounded(this.#evalsha(call), what, this.#deadlines, this.timeoutMs, parseLate));
-    const acked = await this.#bounded(this.#evalshaThenWait(call, wait), what, this.#acknowledgedDeadlines as DeadlineQueue,
+    if (!wait) return call.script.parse(await this.#bounded(this.#evalsha(call), what, deadlines, this.timeoutMs, parseLate));
+    const acked = await this.#bounded(this.#evalshaThenWait(call, wait), what, acknowledgedDeadlines as Deadlines,
       this.timeoutMs + wait.timeoutMs, parseLate && ((a: AcknowledgedReply) => parseLate(a.reply)));
     const reply = call.script.parse(acked.reply);
     if (acked.acknowledged >= wait.replicas) return reply;
@@ -80,9 +97,22 @@ export class Endpoint {
     return this.#bounded(this.adapter.command(args, key), () => String(args[0]), this.#deadlines, this.timeoutMs);
   }
 
+  /** A deadline `ms` from now, for the rest of a call whose first part (the version check) took some of its time. */
+  #remaining(ms: number): Deadlines {
+    const clock = this.#clock;
+    return {
+      add(expire) {
+        const timer = clock.setTimeout(expire, Math.max(0, ms));
+        return { cancel: () => clock.clearTimeout(timer) };
+      },
+    };
+  }
+
   /**
    * Refuses, once and for all, a deployment whose version cannot work: every call then rejects
-   * with the same UnsupportedError (INFO is asked once). An unknown version passes.
+   * with the same UnsupportedError (INFO is asked once). An unknown version passes. A server that
+   * does not answer, or refuses the client's credentials, fails the call; one that refuses INFO
+   * alone (an ACL) lets it go on.
    */
   #supportedVersion(): Promise<void> {
     this.#supported ??= this.#bounded(this.adapter.command(["INFO", "server"]), () => "INFO server", this.#deadlines, this.timeoutMs).then(
@@ -105,9 +135,10 @@ export class Endpoint {
         // Only a supported deployment skips the check from now on; a refused one stays refused.
         this.#checked = true;
       },
-      () => {
-        // Could not ask (INFO refused, or the server is down): try again with the next call.
+      (error: unknown) => {
+        // Could not ask: try again with the next call.
         this.#supported = undefined;
+        if (error instanceof ConnectionError || error instanceof AuthError) throw error;
       },
     );
     return this.#supported;
@@ -147,7 +178,7 @@ export class Endpoint {
   }
 
   /** `what` names the call in errors (built only for one). */
-  #bounded<T>(work: Promise<T>, what: () => string, deadlines: DeadlineQueue, timeoutMs: number, late?: (value: T) => void): Promise<T> {
+  #bounded<T>(work: Promise<T>, what: () => string, deadlines: Deadlines, timeoutMs: number, late?: (value: T) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const deadline = deadlines.add(() => {
@@ -189,11 +220,14 @@ export function toSurelockError(error: unknown, what: string): SurelockError {
   if (error instanceof SurelockError) return error;
   const message = messageOf(error);
   const code = errorReplyCode(message);
+  if ((code !== undefined && AUTH.has(code)) || /\binvalid (username-)?password\b/i.test(message)) {
+    return new AuthError(`${what} failed: Redis refused the client's credentials or permissions: "${message}"${authHint(code)}`, { cause: error });
+  }
   const reply = code !== undefined || (error instanceof Error && /^(ReplyError|ErrorReply|SimpleError|BlobError)$/.test(error.name));
   if (reply && !(code !== undefined && TRANSIENT.has(code)) && !/max number of clients/i.test(message)) {
     return new ScriptError(`${what} failed: Redis answered "${message}"`, { cause: error });
   }
-  return new ConnectionError(`${what} failed: ${message}${hintFor(code)}`, { cause: error });
+  return new ConnectionError(`${what} failed: ${message}${hintFor(code, message)}`, { cause: error });
 }
 
 /** The code of a Redis error reply (`ERR`, `NOSCRIPT`, …), also behind a client's "XxxError: " prefix. */
@@ -210,8 +244,24 @@ export function isNoScript(error: unknown): boolean {
   return /\bNOSCRIPT\b/.test(message) || /no matching script/i.test(message) || (error instanceof Error && /noscript/i.test(error.name));
 }
 
+/** Error replies that mean the client's credentials or its ACL user are wrong for surelock. */
+const AUTH = new Set(["NOAUTH", "WRONGPASS", "NOPERM"]);
+
+function authHint(code: string | undefined): string {
+  if (code === "NOPERM") {
+    return " (the ACL user needs EVALSHA, EVAL, INFO, PUBLISH (SPUBLISH on a Cluster), SUBSCRIBE and PING, every key" +
+      " and channel under surelock's prefix, e.g. `+evalsha +eval +info +publish +spublish +subscribe +ssubscribe" +
+      " +unsubscribe +sunsubscribe +ping ~surelock:* &surelock:*`: see docs/adapters.md)";
+  }
+  return " (give the client the right `username`/`password`: see docs/adapters.md)";
+}
+
 /** What to change, for the errors a deployment (rather than surelock) causes. */
-function hintFor(code: string | undefined): string {
+function hintFor(code: string | undefined, message: string): string {
+  // node-redis says only this when used before connect() (or after its close).
+  if (/^the client is closed$/i.test(message)) {
+    return " (a node-redis client must be connected, `await client.connect()`, before surelock uses it, and stay open while it does)";
+  }
   if (code !== "READONLY") return "";
   return " (the client is connected to a replica, typically a primary demoted by a failover: let it reconnect" +
     " on this error, e.g. ioredis `reconnectOnError: (e) => e.message.startsWith(\"READONLY\")`, or Sentinel" +

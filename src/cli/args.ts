@@ -19,6 +19,7 @@ export const COMMANDS = Object.keys(COMMAND_HELP) as CommandName[];
 const OPTIONS = {
   redis: { type: "string", multiple: true },
   prefix: { type: "string" },
+  "key-prefix": { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
   key: { type: "string" },
@@ -43,7 +44,7 @@ const OPTIONS = {
 } as const;
 export type OptionName = keyof typeof OPTIONS;
 
-const GLOBAL: readonly OptionName[] = ["redis", "prefix", "help"];
+const GLOBAL: readonly OptionName[] = ["redis", "prefix", "key-prefix", "help"];
 const ALLOWED: Readonly<Record<CommandName, readonly OptionName[]>> = {
   exec: [...GLOBAL, "key", "shared", "exclusive", "semaphore", "permits", "owner", "ttl", "timeout", "kill-after", "fair", "foreground", "verbose"],
   inspect: [...GLOBAL, "json"],
@@ -171,13 +172,21 @@ export function checkKey(what: string, key: string): string {
   return key;
 }
 
+/**
+ * The namespace the locks' keys and channels live under: `--key-prefix` (the application client's
+ * own key prefix, such as ioredis `keyPrefix`, which the client puts in front of every key and
+ * surelock in front of its channels) followed by `--prefix`.
+ */
 export function prefixOf(line: CommandLine): string {
   const prefix = string(line, "prefix") ?? "surelock";
+  const keyPrefix = string(line, "key-prefix") ?? "";
   // Braces would break the hash tag that keeps one lock's keys in one Cluster slot.
-  if (prefix.length === 0 || !prefix.isWellFormed() || Buffer.byteLength(prefix) > MAX_PREFIX_BYTES || /[{}]/.test(prefix)) {
-    throw new UsageError(`invalid --prefix ${quote(prefix)}: expected 1 to ${MAX_PREFIX_BYTES} bytes of well-formed UTF-8 without { or }`);
+  for (const [flag, value, min] of [["--prefix", prefix, 1], ["--key-prefix", keyPrefix, 0]] as const) {
+    if (value.length < min || !value.isWellFormed() || Buffer.byteLength(value) > MAX_PREFIX_BYTES || /[{}]/.test(value)) {
+      throw new UsageError(`invalid ${flag} ${quote(value)}: expected ${min} to ${MAX_PREFIX_BYTES} bytes of well-formed UTF-8 without { or }`);
+    }
   }
-  return prefix;
+  return `${keyPrefix}${prefix}`;
 }
 
 /** The URLs from --redis (repeatable), else REDIS_URL, else the default; no server twice. */

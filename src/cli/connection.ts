@@ -3,7 +3,7 @@
  * points at a Cluster node becomes an ioredis Cluster client (detected with INFO cluster).
  */
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import { CliError, ExitCode } from "./exit-codes.js";
+import { AUTH_HINT, CliError, ExitCode, isAuthFailure } from "./exit-codes.js";
 
 /** A parsed `--redis` URL. */
 export interface RedisAddress {
@@ -102,7 +102,9 @@ export function unreachable(address: RedisAddress, connectTimeoutMs: number): De
 
 function asCliError(error: unknown): CliError {
   if (error instanceof CliError) return error;
-  return new CliError(error instanceof Error ? error.message : String(error), ExitCode.unavailable);
+  const message = error instanceof Error ? error.message : String(error);
+  if (isAuthFailure(error)) return new CliError(`${message}${AUTH_HINT}`, ExitCode.noPermission);
+  return new CliError(message, ExitCode.unavailable);
 }
 
 /** Closes the clients, politely if they answer at once, otherwise by dropping the sockets. */
@@ -169,7 +171,8 @@ async function ready(
   } catch (error) {
     client.disconnect();
     const why = last.error?.message ?? (error instanceof Error ? error.message : String(error));
-    throw new CliError(`cannot connect to ${address.display}: ${why}`, ExitCode.unavailable);
+    const auth = isAuthFailure(last.error ?? error);
+    throw new CliError(`cannot connect to ${address.display}: ${why}${auth ? AUTH_HINT : ""}`, auth ? ExitCode.noPermission : ExitCode.unavailable);
   } finally {
     clearTimeout(timer);
   }
@@ -200,6 +203,7 @@ export async function onNode<T>(deployment: Deployment, what: string, work: () =
   } catch (error) {
     if (error instanceof CliError) throw error;
     const message = error instanceof Error ? error.message : String(error);
+    if (isAuthFailure(error)) throw new CliError(`${what} on ${deployment.name} failed: ${message}${AUTH_HINT}`, ExitCode.noPermission);
     throw new CliError(`${what} on ${deployment.name} failed: ${message}`, ExitCode.unavailable);
   }
 }
@@ -211,6 +215,8 @@ export interface NodeOutcome<T> {
   readonly value?: T;
   /** The one-line reason when the node was unreachable or the work failed on it. */
   readonly error?: string;
+  /** With `error`: Redis refused the credentials or the ACL (exit code 77 rather than 69). */
+  readonly refused?: boolean;
 }
 
 /**
@@ -222,11 +228,13 @@ export function perNode<T>(addresses: readonly RedisAddress[], reached: Reached,
     const node = `${address.host}:${address.port}`;
     const failed = reached.failures.find((f) => f.address === address);
     const deployment = reached.deployments.find((d) => d.address === address);
-    if (failed || !deployment) return { node, error: failed?.error.message ?? "not connected" };
+    if (failed || !deployment) {
+      return { node, error: failed?.error.message ?? "not connected", refused: failed?.error.exitCode === ExitCode.noPermission };
+    }
     try {
       return { node, value: await onNode(deployment, what, () => work(deployment)) };
     } catch (error) {
-      return { node, error: error instanceof Error ? error.message : String(error) };
+      return { node, error: error instanceof Error ? error.message : String(error), refused: error instanceof CliError && error.exitCode === ExitCode.noPermission };
     }
   }));
 }

@@ -1,6 +1,7 @@
 /**
  * `surelock doctor`: checks that a deployment keeps the promises locks rely on. Each check says
- * ok, warn or fail and why; any fail (or, with --strict, any warning) exits with code 1. Besides
+ * ok, warn or fail and why; any fail (or, with --strict, any warning) exits with code 1, a
+ * server that could not be reached with 69, one that refused the credentials with 77. Besides
  * the server's settings, it measures what the protocol assumes of time (docs/protocol.md): each
  * server's clock against this host's, and in quorum mode the nodes' clocks against each other,
  * and whether a restarted node remembers its locks (Redlock's restart delay when it does not).
@@ -48,6 +49,8 @@ export async function doctor(o: DoctorOptions): Promise<number> {
   const runIds = new Map<string, string>();
   const clocks: { node: string; offset: ClockOffset }[] = [];
   const durability = new Map<string, Durability>();
+  /** The exit code of a server that could not be connected to (69 unreachable, 77 credentials refused), if any. */
+  let notConnected: number | undefined;
   try {
     for (const address of o.addresses) {
       const name = `${address.host}:${address.port}`;
@@ -58,6 +61,7 @@ export async function doctor(o: DoctorOptions): Promise<number> {
       } catch (error) {
         if (!(error instanceof CliError)) throw error;
         checks.push({ node: name, check: "connection", status: "fail", detail: error.message });
+        notConnected = Math.max(notConnected ?? 0, error.exitCode);
         continue;
       }
       deployments.push(d);
@@ -95,6 +99,8 @@ export async function doctor(o: DoctorOptions): Promise<number> {
     print(...table(undefined, checks.map((c) => [c.status, c.node, c.check, c.detail])));
     print(`${plural(count("ok"), "check")} ok, ${plural(count("warn"), "warning")}, ${plural(count("fail"), "failure")}`);
   }
+  // A server it could not check is not a finding about the deployment: say why it could not.
+  if (notConnected !== undefined) return notConnected;
   return failed ? ExitCode.failed : ExitCode.ok;
 }
 

@@ -1,3 +1,5 @@
+import { AuthError } from "../errors.js";
+
 /**
  * Exit codes of the `surelock` command, part of its contract (docs/cli.md). `exec` otherwise
  * exits with its command's own code, so a command may happen to use one of these too: scripts
@@ -14,6 +16,8 @@ export const ExitCode = {
   unavailable: 69,
   /** A bug in surelock itself (sysexits EX_SOFTWARE). */
   internal: 70,
+  /** Redis refused the credentials, or the ACL user lacks a command, key or channel surelock needs (sysexits EX_NOPERM). */
+  noPermission: 77,
   /** `exec --timeout`: the lock stayed busy; try again later (sysexits EX_TEMPFAIL, like `lockf -t`). */
   timeout: 75,
   /** `exec`: the lease was lost while the command ran, and the command was stopped. */
@@ -36,6 +40,17 @@ export class CliError extends Error {
     this.exitCode = exitCode;
   }
 }
+
+/** A refusal by Redis of the client's credentials or ACL (`AuthError`, or an error reply of that kind). */
+export function isAuthFailure(error: unknown): boolean {
+  if (error instanceof AuthError) return true;
+  const message = error instanceof Error ? error.message : String(error);
+  return /^(?:[A-Za-z]+Error: )?(?:NOAUTH|WRONGPASS|NOPERM)\b/.test(message) || /\binvalid (?:username-)?password\b/i.test(message);
+}
+
+/** What to do about an auth failure, after its message. */
+export const AUTH_HINT = " (check the user and password in --redis, e.g. redis://user:password@host:6379;" +
+  " an ACL user needs EVALSHA, EVAL, INFO, PUBLISH, SUBSCRIBE and PING on surelock's keys and channels: see docs/adapters.md)";
 
 /** Bad arguments: exit code 2. */
 export class UsageError extends CliError {

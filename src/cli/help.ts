@@ -5,6 +5,9 @@ const CONNECTION = `Connection:
                      for quorum (Redlock) mode over independent primaries. Default: $REDIS_URL,
                      else redis://127.0.0.1:6379. A Cluster node's URL uses the whole Cluster.
   --prefix P         key namespace of the locks (default "surelock")
+  --key-prefix KP    the application client's own key prefix (ioredis/node-redis keyPrefix),
+                     in front of --prefix: --key-prefix app: reads the locks of
+                     new Surelock({ redis: new Redis({ keyPrefix: "app:" }) })
   -h, --help         this help`;
 
 export const MAIN_HELP = `surelock: distributed locks on Redis

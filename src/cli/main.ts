@@ -9,7 +9,7 @@ import { checkKey, duration, operand, parseCommandLine, prefixOf, redisAddresses
 import { DEFAULT_COUNTER_RETENTION_MS, doctor } from "./doctor.js";
 import { execOptions } from "./exec/args.js";
 import { exec } from "./exec/command.js";
-import { CliError, ExitCode, UsageError } from "./exit-codes.js";
+import { AUTH_HINT, CliError, ExitCode, isAuthFailure, UsageError } from "./exit-codes.js";
 import { COMMAND_HELP, MAIN_HELP } from "./help.js";
 import { inspect } from "./inspect.js";
 import { leader } from "./leader.js";
@@ -95,6 +95,9 @@ function report(error: unknown, command: CommandName | undefined): number {
   if (error instanceof CliError) {
     code = error.exitCode;
     message = error instanceof UsageError ? `${error.message} (see "${who} --help")` : error.message;
+  } else if (isAuthFailure(error)) {
+    code = ExitCode.noPermission;
+    message = `${error instanceof Error ? error.message : String(error)}${AUTH_HINT}`;
   } else if (error instanceof InvalidArgumentError) {
     code = ExitCode.usage;
     message = error.message;

@@ -17,9 +17,10 @@ export async function withReachable<T>(addresses: readonly RedisAddress[], work:
   }
 }
 
-/** Notes each node whose part failed (its error, then `consequence`) and returns the exit code: 69 if any did. */
+/** Notes each node whose part failed (its error, then `consequence`) and returns the exit code: 77 if Redis refused the credentials or ACL on any, else 69 if any failed. */
 export function exitCodeOf(outcomes: readonly NodeOutcome<unknown>[], consequence = ""): number {
   const failed = outcomes.filter((n) => n.error !== undefined);
   for (const n of failed) note(`${n.error}${consequence}`);
+  if (failed.some((n) => n.refused === true)) return ExitCode.noPermission;
   return failed.length > 0 ? ExitCode.unavailable : ExitCode.ok;
 }

@@ -153,7 +153,8 @@ export class Hold {
     const error = new LockLostError(this.key, reason, detail);
     this.#lostError = error;
     this.#lostController?.abort(error);
-    publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
+    // A shutdown is not a loss: whoever counts losses from the channel must not count a deploy.
+    if (reason !== "closed") publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
     for (const lease of this.#leases) lease._lost(error);
     return error;
   }

@@ -17,8 +17,8 @@ export interface TicketKeeper {
   item(): KeepaliveItem;
   /** What the refresh sent at `sentAt` found. */
   refreshed(state: TicketState, sentAt: number): void;
-  /** The refresh could not be made; it will be tried again. */
-  failed(retryAt: number): void;
+  /** The refresh could not be made (`error`: why); it will be tried again. */
+  failed(retryAt: number, error: Error): void;
 }
 
 export class Keepalive {
@@ -185,7 +185,7 @@ export class Keepalive {
         hold.renewFailed = true;
         hold.renewDueAt = retryAt + Math.max(hold.ttlMs / 10, 5);
       }
-      for (const t of tickets) t.failed(retryAt + 50);
+      for (const t of tickets) t.failed(retryAt + 50, error as Error);
       publish("error", () => ({ key: holds[0]?.key ?? "", operation: "renew", error: error as Error }));
       return;
     } finally {

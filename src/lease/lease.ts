@@ -95,7 +95,12 @@ export class Lease implements AsyncDisposable {
 
   /** @internal The hold was lost: abort the signal, unless this lease was released first. */
   _lost(error: LockLostError): void {
-    if (!this.#released) this.#controller?.abort(error);
+    if (this.#released) return;
+    this.#controller?.abort(error);
+    // close() gives the entry back: for whoever follows holds on the channels, that is its release.
+    if (error.reason === "closed") {
+      publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: this.#rt.clock.now() - this.#acquiredAt }));
+    }
   }
 
   /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */

@@ -7,7 +7,7 @@
  */
 import { Interruption, race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
-import { InvalidArgumentError, LockNotHeldError, QuorumError } from "../errors.js";
+import { InvalidArgumentError, LockLostError, LockNotHeldError, QuorumError } from "../errors.js";
 import type { ExclusiveKeys } from "../keys.js";
 import type { Lease } from "../lease/lease.js";
 import { decideHold } from "../quorum/votes.js";
@@ -108,7 +108,8 @@ export class Election {
     const stop = new Interruption({ clock: rt.clock, signals: [signal, resigned.signal] });
     try {
       // A fresh owner per campaign: the candidacy never joins a hold by owner.
-      const lease = await this.#candidacy.acquire({ signal: stop.signal, ...(timeout !== undefined && { timeout }) });
+      // A candidate stands by until it leads: the instance's acquireTimeout is for locks, not campaigns.
+      const lease = await this.#candidacy.acquire({ signal: stop.signal, timeout: timeout ?? Infinity });
       try {
         // Aborted or resigned while the lock was being granted: step down rather than lead.
         stop.throwIfInterrupted();
@@ -122,7 +123,9 @@ export class Election {
       this.#leading.add(lease);
       publish("leader", () => ({ name: this.name, event: "elected", owner: lease.owner, fencingToken: lease.fencingToken }));
       lease.signal.addEventListener("abort", () => {
-        publish("leader", () => ({ name: this.name, event: "lost", owner: lease.owner, fencingToken: lease.fencingToken }));
+        // close() steps the leader down on purpose: that is a resignation, not a lost leadership.
+        const closed = lease.signal.reason instanceof LockLostError && lease.signal.reason.reason === "closed";
+        publish("leader", () => ({ name: this.name, event: closed ? "resigned" : "lost", owner: lease.owner, fencingToken: lease.fencingToken }));
       }, { once: true });
       return lease;
     } finally {

@@ -15,7 +15,10 @@ import type { Section } from "../lease/sections.js";
 
 /** Options of `acquire`. */
 export interface AcquireOptions {
-  /** Longest wait in ms; 0 means one attempt. Default: wait until `signal` aborts. */
+  /**
+   * Longest wait in ms; 0 means one attempt; `Infinity`, until `signal` aborts. Default: the
+   * Surelock's `acquireTimeout` (30 000 unless set).
+   */
   readonly timeout?: number;
   /** Gives up the wait; the acquire rejects with the signal's reason. */
   readonly signal?: AbortSignal;
@@ -108,7 +111,9 @@ export abstract class Lock implements Lockable {
   }
 
   /**
-   * Waits for the lock and returns its lease. Rejects with LockTimeoutError after `timeout` ms,
+   * Waits for the lock and returns its lease. Rejects with LockTimeoutError after `timeout` ms
+   * (default: the Surelock's `acquireTimeout`; its `cause` is a ConnectionError when Redis did not
+   * answer during the wait),
    * with `signal.reason` when the signal aborts, ClosedError when the Surelock is closed,
    * ConnectionError (QuorumError) if Redis cannot be reached.
    */
@@ -161,7 +166,7 @@ export abstract class Lock implements Lockable {
     const o = checkOptions<AcquireOptions & { permits?: number }>("options", options, max ? [...allowed, "permits"] : allowed);
     const wanted: Wanted = {
       permits: o.permits === undefined || !max ? 1 : checkPositiveInt("options.permits", o.permits, max()),
-      timeoutMs: o.timeout === undefined ? Infinity : checkTimeout("options.timeout", o.timeout),
+      timeoutMs: o.timeout === undefined ? this.#rt.acquireTimeoutMs : checkTimeout("options.timeout", o.timeout),
       signal: o.signal === undefined ? undefined : checkSignal("options.signal", o.signal),
       owner: o.owner === undefined ? undefined : checkOwner("options.owner", o.owner),
       leaseTimeMs: o.leaseTime === undefined ? undefined : checkTtl("options.leaseTime", o.leaseTime),

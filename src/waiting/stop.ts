@@ -72,6 +72,8 @@ export function attemptStop(clock: Clock, closed: AbortSignal, signal: AbortSign
  */
 export function waitStop(o: {
   clock: Clock; closed: AbortSignal; key: string; startedAt: number; timeoutMs: number; signal: AbortSignal | undefined;
+  /** At the timeout: why Redis was not answering, if it was not (the timeout's cause). */
+  unanswered?: () => Error | undefined;
 }): Stop {
   const { clock, startedAt, timeoutMs } = o;
   // Only close() can end a wait with neither a timeout nor a signal: no interruption of its own.
@@ -79,7 +81,10 @@ export function waitStop(o: {
   return new Interruption({
     clock,
     deadlineAt: timeoutMs === 0 ? Infinity : startedAt + timeoutMs,
-    timeout: () => new LockTimeoutError(o.key, clock.now() - startedAt, timeoutMs),
+    timeout: () => {
+      const cause = o.unanswered?.();
+      return new LockTimeoutError(o.key, clock.now() - startedAt, timeoutMs, "lock", cause && { cause });
+    },
     signals: [o.signal, o.closed],
   });
 }

@@ -30,6 +30,10 @@ export class Waiter implements TicketKeeper {
   readonly periodMs: number;
   readonly #events: WaitEvent[] = [];
   #wake: (() => void) | undefined;
+  /** Why Redis is not answering this waiter, from its last refresh; undefined once it answers. */
+  unanswered: Error | undefined;
+  /** Told when Redis stops answering this waiter's refreshes (`error`), and when it answers again (undefined). */
+  onReachability: ((error: Error | undefined) => void) | undefined;
 
   constructor(call: AcquireCall, channels: readonly string[], periodMs: number, now: number) {
     this.call = call;
@@ -89,7 +93,23 @@ export class Waiter implements TicketKeeper {
     return { kind: "ticket", target: this.call.target, ask: this.call.ask };
   }
 
+  /** Redis answered this waiter (an attempt or a refresh). After an outage, it is its turn to attempt: a turn missed meanwhile is not lost. */
+  answered(): void {
+    if (this.unanswered === undefined) return;
+    this.unanswered = undefined;
+    this.onReachability?.(undefined);
+    this.push({ kind: "turn" });
+  }
+
+  /** Redis did not answer this waiter (`error`: an attempt's or a refresh's failure). */
+  unreachable(error: Error): void {
+    const first = this.unanswered === undefined;
+    this.unanswered = error;
+    if (first) this.onReachability?.(error);
+  }
+
   refreshed(state: TicketState, sentAt: number): void {
+    this.answered();
     if (state.status === "queued") this.queued(sentAt, state.position, 0, state.counter);
     else {
       this.dueAt = sentAt + this.periodMs;
@@ -98,7 +118,8 @@ export class Waiter implements TicketKeeper {
     }
   }
 
-  failed(retryAt: number): void {
+  failed(retryAt: number, error: Error): void {
     this.dueAt = retryAt;
+    this.unreachable(error);
   }
 }

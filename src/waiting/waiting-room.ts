@@ -15,7 +15,7 @@ import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
 import { publish } from "../diagnostics.js";
 import { inboxOf } from "../keys.js";
-import { ConflictError, LockTimeoutError } from "../errors.js";
+import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from "../errors.js";
 import type { Keepalive } from "../lease/keepalive.js";
 import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
 import { granted, obtained, type Obtained } from "./obtained.js";
@@ -99,8 +99,13 @@ export class WaitingRoom implements WakeupHandler {
     /** What it listens to once it waits: worked out when first needed (an uncontended acquire never is). */
     let listensTo: readonly string[] | undefined;
     const channels = (): readonly string[] => (listensTo ??= this.#channelsOf(req));
-    const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal });
     let waiter: Waiter | undefined;
+    /** Some attempt of this wait was answered: Redis was there. */
+    let answered = false;
+    // At the timeout, an outage must not read as contention: the timeout's cause says Redis did not answer.
+    const unanswered = (): Error | undefined => waiter?.unanswered ?? (answered ? undefined
+      : new ConnectionError(`no reply from Redis to the attempt on "${key}" within the acquire's timeout (${req.timeoutMs} ms)`));
+    const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal, unanswered });
     let subscription: { release(): void } | undefined;
     let attempts = 0;
     let waited = false;
@@ -119,14 +124,15 @@ export class WaitingRoom implements WakeupHandler {
         : this.#wakeups.refIfListeningAll(channels());
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
-      if (listened) waiter = this.#enter(req.call, channels());
+      if (listened) waiter = this.#enter(req.call, channels(), startedAt);
       const first = await this.#attempt(call, stop);
+      answered = true;
       attempts++;
       const got = obtained(call, first.result, first.sentAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
-      waiter ??= this.#enter(call, channels());
+      waiter ??= this.#enter(call, channels(), startedAt);
       this.#note(waiter, first.result, first.sentAt);
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
@@ -144,7 +150,19 @@ export class WaitingRoom implements WakeupHandler {
       let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
-          const again = await this.#attempt(call, stop);
+          let again: { result: AcquireResult; sentAt: number };
+          try {
+            again = await this.#attempt(call, stop);
+          } catch (error) {
+            // Redis does not answer a waiter: the wait goes on, bounded by its own timeout (whose
+            // cause this becomes). The ticket's refresh tells when Redis answers again, and then
+            // the waiter attempts again (the same identity: an attempt that did land is replayed).
+            if (stop.signal.aborted || !(error instanceof ConnectionError || error instanceof QuorumError)) throw error;
+            waiter.unreachable(error);
+            attemptNow = false;
+            continue;
+          }
+          waiter.answered();
           attempts++;
           const got = obtained(call, again.result, again.sentAt, attempts);
           if (got) {
@@ -167,7 +185,7 @@ export class WaitingRoom implements WakeupHandler {
           this.#leave(waiter);
           const hold = this.#newId();
           call = { ...call, ask: { ...call.ask, hold }, entry: hold };
-          waiter = this.#enter(call, channels());
+          waiter = this.#enter(call, channels(), startedAt);
         }
         attemptNow = true;
       }
@@ -230,9 +248,13 @@ export class WaitingRoom implements WakeupHandler {
   }
 
   /** A waiter for `call`, findable by its ticket and its channels (its ticket is refreshed once it is queued: see #note). */
-  #enter(call: AcquireCall, channels: readonly string[]): Waiter {
+  #enter(call: AcquireCall, channels: readonly string[], startedAt: number): Waiter {
     const periodMs = Math.min(this.#pollMs, Math.floor(call.ask.ticketLeaseMs / 3));
     const waiter = new Waiter(call, channels, periodMs, this.#clock.now());
+    const key = call.target.keys.key;
+    waiter.onReachability = (error) => publish("wait", () => ({
+      key, phase: error ? "unreachable" : "reachable", waitedMs: this.#clock.now() - startedAt, ...(error && { error }),
+    }));
     this.#waiters.set(waiter.ticket, waiter);
     for (const channel of waiter.channels) {
       let set = this.#byChannel.get(channel);

@@ -122,12 +122,12 @@ void describe("surelock doctor", () => {
     }
   });
 
-  void it("fails when the server cannot be reached", async () => {
+  void it("fails when the server cannot be reached, with exit code 69 (unavailable), not 1 (a failed check)", async () => {
     const gone = await startStandalone();
     const url = gone.url;
     await gone.stop();
     const { code, report } = await doctor("--redis", url);
-    assert.equal(code, 1);
+    assert.equal(code, 69);
     assert.deepEqual(report.checks.map((c) => `${c.check} ${c.status}`), ["connection fail"]);
   });
 

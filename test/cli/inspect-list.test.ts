@@ -8,6 +8,8 @@ import type { Lease } from "../../src/index.js";
 import type { InspectReport } from "../../src/cli/inspect.js";
 import type { LockState } from "../../src/cli/lock-state.js";
 import type { ListRow } from "../../src/cli/list.js";
+import { Redis } from "ioredis";
+import { Surelock } from "../../src/index.js";
 import { cli, eventually, Side } from "./support.js";
 
 after(stopAll);
@@ -162,6 +164,27 @@ void describe("surelock inspect and list", () => {
     assert.equal(lines.length, 3);
     const other = JSON.parse((await cli(["list", ...redis, "--prefix", "elsewhere", "--json"])).stdout) as ListRow[];
     assert.deepEqual(other.map((row) => `${row.key} ${row.owner}`), ["orders:1 other-prefix"]);
+  });
+
+  void it("--key-prefix sees the locks of a client with an ioredis keyPrefix, which list and inspect miss without it", async () => {
+    const prefixed = new Redis({ host: server.host, port: server.port, keyPrefix: "app:", maxRetriesPerRequest: 1 });
+    prefixed.on("error", () => {});
+    const locks = new Surelock({ redis: prefixed });
+    try {
+      const lease = await locks.mutex("invoices:9").acquire({ owner: "billing" });
+      const without = JSON.parse((await cli(["list", ...redis, "invoices:*", "--json"])).stdout || "[]") as ListRow[];
+      assert.deepEqual(without, []);
+      const listed = JSON.parse((await cli(["list", ...redis, "--key-prefix", "app:", "--json"])).stdout) as ListRow[];
+      assert.deepEqual(listed.map((row) => `${row.key} ${row.owner}`), ["invoices:9 billing"]);
+      const inspected = JSON.parse((await cli(["inspect", "invoices:9", ...redis, "--key-prefix", "app:", "--json"])).stdout) as InspectReport;
+      assert.equal(first(inspected).mutex?.holder?.fencingToken, lease.fencingToken.toString());
+      const bad = await cli(["list", ...redis, "--key-prefix", "{app}"]);
+      assert.equal(bad.code, 2, bad.stderr);
+      await lease.release();
+    } finally {
+      await locks.close();
+      prefixed.disconnect();
+    }
   });
 
   void it("list with no match prints nothing on stdout and says so on stderr", async () => {

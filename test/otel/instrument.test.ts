@@ -1,4 +1,4 @@
-// The OpenTelemetry recipe (examples/otel/instrument.ts, shown in docs/recipes/opentelemetry.md)
+// The OpenTelemetry bridge (`surelock/otel`, the built entry, as docs/recipes/opentelemetry.md wires it)
 // against a real redis-server, read through the SDK's in-memory exporters: which spans it makes,
 // under which parent, and what each metric counts.
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import {
 } from "@opentelemetry/sdk-metrics";
 import { Redis } from "ioredis";
 import { LockLostError, LockTimeoutError, Surelock } from "surelock";
-import { instrumentSurelock } from "../../examples/otel/instrument.js";
+import { instrumentSurelock } from "surelock/otel";
 import { aborted, startsWaiting, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
@@ -147,6 +147,41 @@ describe("OpenTelemetry recipe", () => {
     assert.deepEqual(hold.events.map((e) => [e.name, e.attributes?.["surelock.reason"]]), [["surelock.lost", "expired"]]);
     assert.equal(await sum("surelock.losses", "otel:lost", { "surelock.reason": "expired" }), 1);
     assert.equal((await histogram("surelock.hold.duration", "otel:lost")).count, 1);
+  });
+
+  it("close() with a lease held is no loss: no surelock.losses, and its hold span ends without an error", async () => {
+    const closing = new Surelock({ redis, ttl: 2_000 });
+    const lease = await closing.mutex("otel:closed").acquire();
+    await closing.close();
+    assert.ok(lease.signal.aborted);
+    assert.equal((lease.signal.reason as LockLostError).reason, "closed");
+    assert.equal(await sum("surelock.losses", "otel:closed"), 0);
+    const [hold] = named("surelock.hold", "otel:closed");
+    assert.ok(hold, "the hold span ended at close()");
+    assert.equal(hold.status.code, SpanStatusCode.UNSET);
+    assert.deepEqual(hold.events, []);
+  });
+
+  it("a waiter that Redis stops answering is counted in surelock.waits.unreachable", async () => {
+    const held = await locks.mutex("otel:outage").acquire();
+    const other = new Surelock({ redis, ttl: 2_000, commandTimeout: 200 });
+    try {
+      const waiting = startsWaiting("otel:outage");
+      const pending = other.mutex("otel:outage").acquire({ timeout: 1_500 }).catch((e: unknown) => e);
+      await waiting;
+      await server.pause();
+      try {
+        const error = await within(8_000, pending, "the waiter's timeout");
+        assert.ok(error instanceof LockTimeoutError, String(error));
+      } finally {
+        await server.resume();
+      }
+      assert.ok(await sum("surelock.waits.unreachable", "otel:outage") >= 1);
+      assert.equal(await sum("surelock.waiters", "otel:outage"), 0);
+    } finally {
+      await other.close();
+      await held.release().catch(() => {});
+    }
   });
 
   it("the watchdog's renewals are measured for lateness", async () => {

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { createClient } from "redis";
-import { ClosedError, Surelock } from "../../src/index.js";
+import diagnostics from "node:diagnostics_channel";
+import { ClosedError, LockLostError, Surelock } from "../../src/index.js";
 import { eventually, Harness, quietFor, startsWaiting } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
@@ -135,6 +136,55 @@ describe("close() settles, and settles every pending call", () => {
     // Proving that something does not happen: the abandoned duplicate does not reconnect.
     await quietFor(500);
     assert.equal(proxy.connectionCount(), 1, "only the user's own connection goes through the proxy");
+  });
+});
+
+describe("close() with leases held is a shutdown, not a loss", () => {
+  let server: RedisServer;
+  let h: Harness;
+  before(async () => { server = await startStandalone(); h = new Harness(server); });
+  after(async () => { await h.cleanup(); await server.stop(); });
+
+  it("the leases' signals abort with reason \"closed\", surelock:lost hears nothing, an election resigns, and Redis is left clean", async () => {
+    const lost: unknown[] = [];
+    const leader: { event: string }[] = [];
+    const onLost = (m: unknown): void => { lost.push(m); };
+    const onLeader = (m: unknown): void => { leader.push(m as { event: string }); };
+    diagnostics.subscribe("surelock:lost", onLost);
+    diagnostics.subscribe("surelock:leader", onLeader);
+    try {
+      const locks = h.locks();
+      const lease = await locks.mutex("deploy").acquire();
+      const permit = await locks.semaphore("deploy-pool", { permits: 2 }).acquire();
+      const leadership = await locks.election("deploy-leader").campaign({ value: "me" });
+      let inWork: unknown;
+      const work = locks.withLock("deploy-job", (l) => new Promise((resolve) => {
+        l.signal.addEventListener("abort", () => { inWork = l.signal.reason; resolve("stopped"); }, { once: true });
+        void locks.close();
+      }));
+      await assert.rejects(work, (e: unknown) => e instanceof LockLostError && e.reason === "closed");
+      await locks.close();
+      for (const l of [lease, permit, leadership]) {
+        assert.ok(l.signal.aborted);
+        const reason = l.signal.reason as LockLostError;
+        assert.ok(reason instanceof LockLostError && reason.reason === "closed", String(reason));
+      }
+      assert.ok(inWork instanceof LockLostError && inWork.reason === "closed", String(inWork));
+      assert.deepEqual(lost, [], "no loss published for a shutdown");
+      assert.deepEqual(leader.map((m) => m.event), ["elected", "resigned"]);
+      // Given back, not left to expire: another instance takes each at once.
+      const other = h.locks();
+      for (const taken of [other.mutex("deploy").tryAcquire(), other.semaphore("deploy-pool", { permits: 2 }).tryAcquire({ permits: 2 }),
+        other.mutex("deploy-job").tryAcquire(), other.election("deploy-leader").campaign({ value: "next", timeout: 0 })]) {
+        const next = await taken;
+        assert.ok(next, "free again");
+        await next.release();
+      }
+      assert.equal(await other.election("deploy-leader").leader(), null);
+    } finally {
+      diagnostics.unsubscribe("surelock:lost", onLost);
+      diagnostics.unsubscribe("surelock:leader", onLeader);
+    }
   });
 });
 

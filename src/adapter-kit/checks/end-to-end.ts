@@ -1,6 +1,6 @@
 /** Checks across the stack: a write followed by WAIT (commandThenWait), and surelock itself over the adapter. */
 import { randomBytes } from "node:crypto";
-import diagnostics from "node:diagnostics_channel";
+import * as diagnostics from "node:diagnostics_channel";
 import { channels, ScriptError, Surelock, type Lease, type WaitMessage } from "../../index.js";
 import { isNoScript } from "../error-replies.js";
 import { CheckFailed, compare, describeError, key, must, mustReject, show, Skipped, step, verdict, type Check, type CheckContext } from "./check-steps.js";

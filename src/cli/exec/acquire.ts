@@ -42,7 +42,8 @@ export async function acquire(locks: Surelock, deployments: readonly Deployment[
   signals.onSignal = (signal) => interrupt.abort(new Interrupted(signal));
   try {
     const lease = await primitive(locks, o).acquire({
-      ...(o.timeoutMs < Infinity && { timeout: o.timeoutMs }),
+      // Always given: without --timeout, exec waits until interrupted, not for the library's default.
+      timeout: o.timeoutMs,
       ...(o.owner !== undefined && { owner: o.owner }),
       signal: interrupt.signal,
     });

@@ -15,6 +15,8 @@ export function logLockEvents(key: string, subject: string): () => void {
     ["wait", (m) => {
       if (!mine(m)) return;
       if (m.phase === "start") note(`waiting for ${subject}`);
+      else if (m.phase === "unreachable") note(`still waiting for ${subject}, but Redis does not answer: ${m.error instanceof Error ? m.error.message : "?"}`);
+      else if (m.phase === "reachable") note(`Redis answers again; waiting for ${subject}`);
     }],
     ["acquire", (m) => {
       if (mine(m)) note(`acquired ${subject} after ${formatDuration(Number(m.waitedMs))}, fencing token ${String(m.fencingToken)}`);
