@@ -170,9 +170,10 @@ describe("PostgreSQL store: bad input and failures", () => {
     // The pool's idle clients were ended too: the next call may meet one and replays once on a fresh one.
     assert.equal((await s.check([name], "h1")).live, true);
     await s.listening();
+    assert.equal((await s.acquire({ ...mutex(name, "waiter"), ticketMs: 10_000 })).status, "busy");
     const woken = s.waitForWake(name, 10_000);
     await s.release([name], "h1");
-    assert.equal(await woken, true);
+    assert.equal(await woken, true, "the waiter is woken through the new LISTEN connection");
   });
 
   it("the server restarted: calls fail with ConnectionError while it is down, leases survive it as data, tokens keep growing", async () => {
