@@ -1,6 +1,7 @@
 // npm run demo [-- --strategy surelock --instances 4 --seed 7 ...]
 //
-// A flash sale: shop instances behind a round-robin balancer sell a small stock to a burst of
+// A flash sale: shop instances behind nginx (when installed; the demo's own round-robin balancer
+// otherwise) sell a small stock to a burst of
 // buyers, once per way of locking, with a real fault injected into each run. Prints what
 // happened and writes it, with a timeline SVG, to .tmp/demo/ (gitignored), or to the tracked
 // docs/demo/ with --write-docs. See examples/flash-sale/README.md.
@@ -17,6 +18,7 @@ const USAGE = `usage: npm run demo [-- options]
   --strategy NAME     run only this strategy (repeatable, or comma-separated):
                       none, setnx-then-expire, del-without-check, get-then-del, surelock, surelock+fencing
   --instances N       shop instances behind the balancer (default 2)
+  --balancer B        auto (default: nginx if installed, else own), nginx, or own (balancer.mjs)
   --stock N           units on sale (default 40)
   --buyers N          purchases in the burst (default 160)
   --connections N     concurrent buyers (default 32)
@@ -41,6 +43,7 @@ try {
     options: {
       strategy: { type: "string", multiple: true },
       instances: { type: "string" },
+      balancer: { type: "string" },
       stock: { type: "string" },
       buyers: { type: "string" },
       connections: { type: "string" },
@@ -75,6 +78,9 @@ const int = (name, value) => {
   if (!Number.isInteger(n) || n < 0) fail(`--${name} takes a whole number, got ${JSON.stringify(value)}`);
   return n;
 };
+if (args.balancer !== undefined && !["auto", "nginx", "own"].includes(args.balancer)) {
+  fail(`--balancer takes auto, nginx or own, got ${JSON.stringify(args.balancer)}`);
+}
 const strategies = args.strategy?.flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
 for (const name of strategies ?? []) {
   if (!STRATEGY_NAMES.includes(name)) fail(`unknown strategy ${JSON.stringify(name)}: one of ${STRATEGY_NAMES.join(", ")}`);
@@ -82,6 +88,7 @@ for (const name of strategies ?? []) {
 const options = Object.fromEntries(Object.entries({
   strategies,
   instances: int("instances", args.instances),
+  balancer: args.balancer,
   stock: int("stock", args.stock),
   buyers: int("buyers", args.buyers),
   connections: int("connections", args.connections),
@@ -149,7 +156,7 @@ const redis = result.redis.throwaway
   ? `redis-server ${result.redis.version} on ${result.redis.url.replace("redis://", "")} (throwaway)`
   : `Redis at ${result.redis.url} (REDIS_URL)`;
 const report = (paint) => [
-  `Flash sale: ${o.stock} units, ${o.buyers} buyers (${Math.min(o.connections, o.buyers)} at a time), ${o.instances} shop instances behind a round-robin balancer.`,
+  `Flash sale: ${o.stock} units, ${o.buyers} buyers (${Math.min(o.connections, o.buyers)} at a time), ${o.instances} shop instances behind ${result.balancer}.`,
   `${redis}; lock TTL ${o.ttlMs} ms; seed ${o.seed}; faults ${o.faults ? "on" : "off"}.`,
   "",
   renderTable(result, { color: paint }),

@@ -28,6 +28,8 @@ export interface FlashSaleOptions {
   faults?: boolean;
   /** Picks think times and the moment of the fault (default 1). */
   seed?: number;
+  /** In front of the instances: "auto" (default) nginx when installed, else "own" (balancer.mjs); or "nginx". */
+  balancer?: "auto" | "nginx" | "own";
   /** Use this Redis instead of a throwaway redis-server (default: REDIS_URL if set). */
   redisUrl?: string;
   /** Stops the run; every process it started is stopped before the promise rejects. */
@@ -78,6 +80,8 @@ export interface RunEvent {
 
 export interface StrategyResult {
   strategy: StrategyName;
+  /** What stood in front of the instances: "nginx 1.22.1", or "the demo's own round-robin balancer". */
+  balancer: string;
   summary: string;
   instances: number;
   stock: number;
@@ -127,6 +131,8 @@ export interface StrategyResult {
 
 export interface FlashSaleResult {
   redis: { url: string; version?: string; throwaway: boolean };
+  /** What stood in front of the instances (the first strategy's). */
+  balancer: string;
   options: Required<Omit<FlashSaleOptions, "redisUrl" | "signal" | "onProgress" | "onChild">> & { redisUrl?: string };
   strategies: StrategyResult[];
   /** Every process the run started (redis-server and shop instances); all have exited. */

@@ -17,6 +17,7 @@ import autocannon from "autocannon";
 import Redis from "ioredis";
 import { countDoubleHolders, overlapSegments } from "./analysis.mjs";
 import { startBalancer } from "./balancer.mjs";
+import { findNginx, startNginx } from "./nginx.mjs";
 import { random } from "./random.mjs";
 import { startRedisServer } from "./redis-server.mjs";
 import { STRATEGIES, STRATEGY_NAMES, dataKeys, keysFor } from "./strategies.mjs";
@@ -37,6 +38,8 @@ export const DEFAULTS = Object.freeze({
   spinMs: [2, 6],
   faults: true,
   seed: 1,
+  // "auto": nginx when the machine has it, the demo's own balancer otherwise; "nginx" or "own" to choose.
+  balancer: "auto",
 });
 
 /** Tracks every process the demo starts, so that every one of them is stopped, whatever happens. */
@@ -126,6 +129,9 @@ export async function runFlashSale(options = {}) {
     if (!Number.isInteger(o[key]) || o[key] < (key === "seed" ? 0 : 1)) throw new Error(`${key} must be a positive integer, got ${o[key]}`);
   }
   if (o.instances < 2 && o.faults) throw new Error("faults need at least 2 instances (one is paused or killed)");
+  if (!["auto", "nginx", "own"].includes(o.balancer)) throw new Error(`balancer must be auto, nginx or own, got ${JSON.stringify(o.balancer)}`);
+  const nginx = o.balancer === "own" ? undefined : findNginx();
+  if (o.balancer === "nginx" && nginx === undefined) throw new Error("balancer nginx: no nginx found (on PATH, in /usr/sbin or /usr/local/sbin, or $NGINX)");
 
   const started = performance.now();
   const clockBase = process.hrtime.bigint();
@@ -144,7 +150,7 @@ export async function runFlashSale(options = {}) {
     client.on("error", () => {}); // commands reject on their own; no "Unhandled error event" noise
     await within(client.connect(), 5_000, `connecting to ${redisUrl}`, o.signal);
     const env = {
-      o, client, children, clockBase, stamp, redisUrl,
+      o, client, children, clockBase, stamp, redisUrl, nginx,
       runNs: `surelock-demo:${randomBytes(4).toString("hex")}`,
     };
     const results = [];
@@ -154,6 +160,7 @@ export async function runFlashSale(options = {}) {
     }
     return {
       redis: server ? { url: server.url, version: server.version, throwaway: true } : { url: redisUrl, throwaway: false },
+      balancer: results[0]?.balancer ?? (nginx ? "nginx" : "the demo's own round-robin balancer"),
       options: { ...o, signal: undefined, onProgress: undefined, onChild: undefined },
       strategies: results,
       pids: children.pids,
@@ -377,11 +384,15 @@ async function runStrategy(env, name, index) {
   }
 
   let balancer;
+  let balancerName;
   let burst;
   try {
     for (let i = 0; i < o.instances; i++) shops.push(startShop(i));
     const ports = await within(Promise.all(shops.map((s) => s.ready)), 15_000, "starting the shop instances", o.signal);
-    balancer = await startBalancer({ backends: ports.map((port, i) => ({ id: i, port })) });
+    const backends = ports.map((port, i) => ({ id: i, port }));
+    balancer = env.nginx === undefined
+      ? { name: "the demo's own round-robin balancer", ...(await startBalancer({ backends })) }
+      : await startNginx({ binary: env.nginx, backends, connections: Math.min(o.connections, o.buyers), onSpawn: (child) => children.add(child, "nginx") });
 
     // --- the burst -----------------------------------------------------------------------------
     const burstAt = stamp();
@@ -411,6 +422,7 @@ async function runStrategy(env, name, index) {
     // --- stop the instances and see what is left -------------------------------------------------
     stopping = true;
     progress("stopping");
+    balancerName = balancer.name;
     await balancer.close();
     balancer = undefined;
     await Promise.all(shops.map(async (shop) => {
@@ -446,6 +458,7 @@ async function runStrategy(env, name, index) {
     return {
       strategy: name,
       summary: strategy.summary,
+      balancer: balancerName,
       instances: o.instances,
       stock: o.stock,
       buyers: o.buyers,

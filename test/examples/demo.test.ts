@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { countDoubleHolders, overlapSegments } from "../../examples/flash-sale/analysis.mjs";
+import { findNginx } from "../../examples/flash-sale/nginx.mjs";
 import { runFlashSale, type StrategyName, type StrategyResult } from "../../examples/flash-sale/run.mjs";
 import { within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
@@ -198,10 +199,40 @@ void describe("flash-sale demo", () => {
     const { code, stdout, stderr } = await runDemo(["--strategy", "surelock+fencing", ...SMALL_ARGS], { REDIS_URL: server.url });
     assert.equal(code, 0, stderr);
     assert.match(stdout, /Written: \.tmp\/demo\/output\.txt \(this text\) and \.tmp\/demo\/timeline\.svg/);
+    // It says what stood in front of the instances: nginx where the machine has it.
+    assert.match(stdout, findNginx() ? /2 shop instances behind nginx \d+\.\d+/ : /2 shop instances behind the demo's own round-robin balancer/);
     const written = readFileSync(join(ROOT, ".tmp/demo/output.txt"), "utf8");
     assert.match(written, /^surelock\+fencing +24 +0 +0 +0 +1 +0 +0 /m, "output.txt holds the table as printed");
     assert.match(readFileSync(join(ROOT, ".tmp/demo/timeline.svg"), "utf8"), /^<svg /);
     assert.equal(gitStatus(), before, "the demo changed no tracked file and left no untracked one");
+  });
+
+  void it("the balancer: nginx as an unprivileged child where installed (stopped with the run), the demo's own otherwise", async () => {
+    const one = { ...SMALL, strategies: ["surelock+fencing"] as StrategyName[], redisUrl: server.url };
+    const own = await runFlashSale({ ...one, balancer: "own" });
+    assert.equal(own.balancer, "the demo's own round-robin balancer");
+    assert.equal(own.strategies[0]?.accepted, SMALL.stock);
+    // A machine without nginx: auto falls back, and asking for nginx says why it cannot.
+    const saved = process.env.NGINX;
+    process.env.NGINX = join(tmpdir(), "no-such-nginx");
+    try {
+      assert.equal((await runFlashSale({ ...one, balancer: "auto" })).balancer, "the demo's own round-robin balancer");
+      await assert.rejects(runFlashSale({ ...one, balancer: "nginx" }), /no nginx found/);
+    } finally {
+      if (saved === undefined) delete process.env.NGINX;
+      else process.env.NGINX = saved;
+    }
+    const installed = findNginx();
+    if (installed) {
+      const pids: [number, string][] = [];
+      const behind = await runFlashSale({ ...one, balancer: "nginx", onChild: (pid, name) => pids.push([pid, name]) });
+      assert.match(behind.balancer, /^nginx \d+\.\d+/);
+      assert.equal(behind.strategies[0]?.accepted, SMALL.stock, "exactly the stock sold through nginx");
+      assert.ok(pids.some(([, name]) => name === "nginx"), "nginx ran as the run's own child");
+      assertAllGone(pids.map(([pid]) => pid));
+    } else {
+      assert.equal((await runFlashSale({ ...one })).balancer, "the demo's own round-robin balancer");
+    }
   });
 
   void it("--out DIR writes both files there", async () => {

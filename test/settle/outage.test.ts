@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis, type RedisOptions } from "ioredis";
+import { createClient } from "redis";
 import { AuthError, ConnectionError, LockTimeoutError, ScriptError, Surelock, type WaitMessage } from "../../src/index.js";
 import { MemoryRedis, VirtualClock } from "../../src/testing/index.js";
 import { Harness, startsWaiting, within } from "../helpers/fixtures.js";
@@ -135,6 +136,20 @@ describe("the first call on a dead Redis costs one command timeout", () => {
     } finally {
       redis.disconnect();
       await dead.stop();
+    }
+  });
+});
+
+describe("a node-redis client that was never connected", () => {
+  it("rejects with a ConnectionError that says to connect() it first (node-redis says only \"The client is closed\")", async () => {
+    const client = createClient({ socket: { host: "127.0.0.1", port: 1 } });
+    const locks = new Surelock({ redis: client, commandTimeout: 1_000 });
+    try {
+      const error = rejection(await settles(locks.mutex("k").tryAcquire(), 3_000));
+      assert.ok(error instanceof ConnectionError, String(error));
+      assert.match(error.message, /connect\(\)/);
+    } finally {
+      await locks.close();
     }
   });
 });
