@@ -31,21 +31,6 @@
 --@include lib/queue.lua
 --@include lib/shared.lua
 --@include lib/multi.lua
--- Drops the lapsed tickets at the head of a line (what liveHead prunes), and nothing more: the
--- live head, and whether it holds the line, is looked for only where an answer depends on it.
--- A line of a thousand multiLock waiters that stand aside ('n') is then not walked once per item
--- (which made a call of 100 such items block Redis for hundreds of ms).
-local function pruneHead(queue, tickets)
-  local id = redis.call('LINDEX', queue, 0)
-  while id do
-    local t = ticketOf(tickets, id)
-    if t and t.deadline > nowMs() then return end
-    redis.call('LPOP', queue)
-    redis.call('HDEL', tickets, id)
-    id = redis.call('LINDEX', queue, 0)
-  end
-end
-
 local out, k, i = {}, 1, 1
 local function key()
   local name = KEYS[k]
