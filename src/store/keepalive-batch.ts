@@ -9,11 +9,11 @@ import { combineStates, encodeMulti } from "./multi.js";
 import type { KeepaliveItem, KeepaliveResult, LockTarget } from "./types.js";
 
 /**
- * What one keep-alive call may cost, in lock keys touched. An item costs Redis 3 to 5 µs per lock
- * it touches (bench W5: 1.66 ms per call of 500 on one day; 0.72 ms per call of 150, and 2.3 ms for
- * the longest, on a machine 2.5 times slower), so a call of 100 blocks other clients for well
- * under 2 ms even there. A multi-key item costs one per key: calls are sized by cost, not by item
- * count. Larger batches are split and the parts pipelined: still one round trip per node and tick.
+ * What one keep-alive call may cost, in renewals of one mutex (costOf). A renewal costs Redis 3 to
+ * 5 µs (bench W5: 1.66 ms per call of 500 on one day; 0.72 ms per call of 150, and 2.3 ms for the
+ * longest, on a machine 2.5 times slower), so a call of 100 blocks other clients for well under
+ * 2 ms even there. Calls are sized by cost, not by item count. Larger batches are split and the
+ * parts pipelined: still one round trip per node and tick.
  */
 export const KEEPALIVE_CHUNK = 100;
 
@@ -72,10 +72,15 @@ function batches(items: readonly KeepaliveItem[], cluster: boolean): number[][] 
   return out;
 }
 
-/** The lock keys an item touches: one, or one per key of a multi-key hold or waiter. */
+/**
+ * What an item costs Redis, in renewals of one mutex: a multi-key renewal one per key; a
+ * multi-key waiter's refresh three per key (it reads and refreshes its ticket, its mode, the
+ * lock and its tombstone in every queue: about three times a renewal's commands, measured).
+ */
 function costOf(item: KeepaliveItem): number {
   const target = targetOf(item);
-  return target.family === "multi" ? target.keys.each.length : 1;
+  if (target.family !== "multi") return 1;
+  return target.keys.each.length * (item.kind === "renew" ? 1 : 3);
 }
 
 function targetOf(item: KeepaliveItem): LockTarget {
