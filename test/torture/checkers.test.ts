@@ -11,12 +11,12 @@ import { checkCalls, checkSweep, checkWorkers } from "./checkers/liveness.js";
 import { buildModel } from "./checkers/model.js";
 import { checkCounters, checkFencedRegisters } from "./checkers/resources.js";
 import type { Violation } from "./checkers/violation.js";
-import type { HistoryEvent, Prim } from "./history.js";
+import type { HistoryEvent, LeaseEvent, Prim } from "./history.js";
 
 /** Builders for hand-written histories. */
 const h = {
   lease: (t: number, w: number, lease: string, key: string, token: string, owner: string,
-    o: { prim?: Prim; parent?: string; late?: boolean; permits?: number; call?: string } = {}): HistoryEvent => ({
+    o: { prim?: Prim; parent?: string; late?: boolean; permits?: number; call?: string } = {}): LeaseEvent => ({
     type: "lease", t, w, lease, key, token, owner, prim: o.prim ?? "mutex", call: o.call ?? `${lease}.call`, instance: 0, ttl: 1_000,
     ...(o.parent && { parent: o.parent }), ...(o.late && { late: true }), ...(o.permits && { permits: o.permits }),
   }),
