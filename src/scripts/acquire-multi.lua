@@ -80,7 +80,7 @@ local waitMs, held, blocked, counters = 0, false, false, {}
 for i, l in ipairs(locks) do
   local st = redis.call('HMGET', l.lock, 'o', 'c')
   counters[i] = st[2]
-  liveHead(l.queue, l.tickets)
+  pruneHead(l.queue, l.tickets)
   if st[1] then
     held = true
     waitMs = math.max(waitMs, redis.call('PTTL', l.lock))

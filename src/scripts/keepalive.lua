@@ -79,12 +79,12 @@ while i <= #ARGV do
     elseif redis.call('EXISTS', tombstone) == 1 then
       out[#out + 1] = {3}
     else
-      liveHead(queue, tickets)
+      pruneHead(queue, tickets)
       local position = -1
       if kind == 'q' or redis.call('HEXISTS', tickets, ticket) == 1 then position = stand(queue, tickets, ticket, lease, ttl, 1, 'x', owner) end
       -- Its turn: the lock is free and it heads the line (multiLock waiters passed over stand aside).
-      local head = liveHead(queue, tickets)
-      if not st[1] and head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, counterNow(st[3])} end
+      local head = not st[1] and liveHead(queue, tickets)
+      if head and head.id == ticket then out[#out + 1] = {2} else out[#out + 1] = {0, position, counterNow(st[3])} end
     end
     i = i + 5
   elseif kind == 'm' then
@@ -93,7 +93,7 @@ while i <= #ARGV do
     for j = 1, n do
       local l = { lock = key(), queue = key(), tickets = key(), tombstone = key() }
       locks[j] = l
-      liveHead(l.queue, l.tickets)
+      pruneHead(l.queue, l.tickets)
       local h = redis.call('HGET', l.lock, 'h')
       if h == ticket then mine = true elseif h then held = true end
     end
@@ -108,8 +108,11 @@ while i <= #ARGV do
       local was = modeOf(locks, ticket)
       local stale = held and was == 'm'
       local position = standAll(locks, ticket, lease, ttl, owner, (held and not stale) and 'n' or 'm')
+      -- Whether a line is held ahead of it matters only while every lock is free.
       local ahead = false
-      for _, l in ipairs(locks) do if lineAhead(l, ticket) then ahead = true end end
+      if not held and not stale then
+        for _, l in ipairs(locks) do if not ahead and lineAhead(l, ticket) then ahead = true end end
+      end
       if stale or (not held and not ahead) then out[#out + 1] = {2} else out[#out + 1] = {0, position, 0} end
     end
     i = i + 6

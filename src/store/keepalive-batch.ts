@@ -9,10 +9,11 @@ import { combineStates, encodeMulti } from "./multi.js";
 import type { KeepaliveItem, KeepaliveResult, LockTarget } from "./types.js";
 
 /**
- * Items per keep-alive call. An item costs Redis 3 to 5 µs (bench W5: 1.66 ms per call of 500 on
- * one day; 0.72 ms per call of 150, and 2.3 ms for the longest, on a machine 2.5 times slower), so
- * a call of 100 blocks other clients for well under 2 ms even there. Larger batches are split and
- * the parts pipelined: still one round trip per node and tick.
+ * What one keep-alive call may cost, in renewals of one mutex (costOf). A renewal costs Redis 3 to
+ * 5 µs (bench W5: 1.66 ms per call of 500 on one day; 0.72 ms per call of 150, and 2.3 ms for the
+ * longest, on a machine 2.5 times slower), so a call of 100 blocks other clients for well under
+ * 2 ms even there. Calls are sized by cost, not by item count. Larger batches are split and the
+ * parts pipelined: still one round trip per node and tick.
  */
 export const KEEPALIVE_CHUNK = 100;
 
@@ -55,9 +56,32 @@ function batches(items: readonly KeepaliveItem[], cluster: boolean): number[][] 
   });
   const out: number[][] = [];
   for (const group of groups.values()) {
-    for (let i = 0; i < group.length; i += KEEPALIVE_CHUNK) out.push(group.slice(i, i + KEEPALIVE_CHUNK));
+    let chunk: number[] = [];
+    let cost = 0;
+    for (const i of group) {
+      const c = costOf(items[i] as KeepaliveItem);
+      if (chunk.length > 0 && cost + c > KEEPALIVE_CHUNK) {
+        out.push(chunk);
+        chunk = [];
+        cost = 0;
+      }
+      chunk.push(i);
+      cost += c;
+    }
+    if (chunk.length > 0) out.push(chunk);
   }
   return out;
+}
+
+/**
+ * What an item costs Redis, in renewals of one mutex: a multi-key renewal one per key; a
+ * multi-key waiter's refresh three per key (it reads and refreshes its ticket, its mode, the
+ * lock and its tombstone in every queue: about three times a renewal's commands, measured).
+ */
+function costOf(item: KeepaliveItem): number {
+  const target = targetOf(item);
+  if (target.family !== "multi") return 1;
+  return target.keys.each.length * (item.kind === "renew" ? 1 : 3);
 }
 
 function targetOf(item: KeepaliveItem): LockTarget {

@@ -9,6 +9,7 @@ import { ClosedError, DeadlockError, InvalidArgumentError, type Lease, LockLostE
 import { aborted, eventually, Harness, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
 import type { RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
+import { scripts } from "../../src/scripts/index.js";
 
 describe("multiLock", () => {
   let server: RedisServer;
@@ -67,6 +68,28 @@ describe("multiLock", () => {
     assert.ok(joined.held);
     await joined.release();
     await mutex.release();
+  });
+
+  it("the watchdog refreshes many waiting sets in calls sized by cost: at most 16 two-key waiters per keepalive call (issue 24)", async () => {
+    const names = new Map(Object.values(scripts).map((sc) => [sc.sha, sc.name]));
+    const perCall: number[] = [];
+    const monitor = await h.client().monitor();
+    h.onCleanup(() => monitor.disconnect());
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toUpperCase() === "EVALSHA" && names.get(args[1] ?? "") === "keepalive") perCall.push(args.filter((a) => a === "m").length);
+    });
+    const held = await h.locks().multiLock(["c1", "c2"]).acquire();
+    const locks = h.locks({ ttl: 600, pollInterval: 100 });
+    const stop = new AbortController();
+    const waiting = Array.from({ length: 40 }, () => locks.multiLock(["c1", "c2"]).acquire({ signal: stop.signal }).catch(() => null));
+    // A refresh of every waiter: 40 'm' items (cost 6 each, budget 100) in calls of at most 16.
+    await eventually(() => perCall.reduce((n, x) => n + x, 0) >= 80, 10_000, "two rounds of refreshes");
+    stop.abort();
+    await Promise.all(waiting);
+    await held.release();
+    const multi = perCall.filter((n) => n > 0);
+    assert.ok(multi.length > 0 && multi.every((n) => n <= 16), `waiters per keepalive call: ${multi.join(", ")}`);
+    assert.ok(multi.some((n) => n > 1), "calls carry several waiters");
   });
 
   it("a flow that holds one of its keys and asks for another is not stuck behind the waiting set", async () => {

@@ -10,6 +10,7 @@ import { Redis } from "ioredis";
 import { ConnectionError, LockLostError, Surelock } from "../../src/index.js";
 import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
 import { namesOf } from "../harness/script-catalog.js";
+import { scripts } from "../../src/scripts/index.js";
 import { assertEveryKeyExpires, eventually, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
@@ -272,6 +273,28 @@ describe("the exactly-once protocol on a real server", () => {
       assert.deepEqual(outcome, { written: true, reply: 7 });
     });
     assert.equal(await server.command("GET", "{stock:1}:units"), "7");
+  });
+
+  it("two writes through one guard just after a NOSCRIPT are both applied, once each (issue 24)", async () => {
+    const { locks, proxy } = await through({ autoResend: true });
+    const guard = locks.guard("order:1");
+    await locks.withLock("order:1", async (lease) => {
+      await server.command("SCRIPT", "FLUSH");
+      const noscripts = async (): Promise<number> =>
+        Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(String(await server.command("INFO", "errorstats")))?.[1] ?? 0);
+      const before = await noscripts();
+      // Replies come late: the first write's NOSCRIPT (and so its EVAL) is still on its way when the
+      // second write's EVALSHA runs, after another client loaded the script.
+      proxy.setLatency(0, 300);
+      const first = guard.write(lease.fencingToken, "RPUSH", "{order:1}:log", "first");
+      await eventually(async () => (await noscripts()) > before, 5_000, "the first write's NOSCRIPT");
+      await server.command("SCRIPT", "LOAD", scripts.guardWrite.lua);
+      const second = guard.write(lease.fencingToken, "RPUSH", "{order:1}:log", "second");
+      const outcomes = await within(5_000, Promise.all([first, second]));
+      proxy.setLatency(0, 0);
+      assert.deepEqual(outcomes.map((o) => o.written), [true, true], JSON.stringify(outcomes, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)));
+    });
+    assert.deepEqual(((await server.command("LRANGE", "{order:1}:log", 0, -1)) as string[]).slice().sort(), ["first", "second"]);
   });
 
   it("extend() racing the watchdog over a slow link: the client never trusts a lease longer than Redis keeps it", async () => {

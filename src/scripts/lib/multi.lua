@@ -17,14 +17,20 @@ local function locksOf(size)
 end
 
 -- Whether a live ticket that holds the line stands ahead of `ticket` in `l`'s queue (anywhere in
--- it, if `ticket` does not stand there).
+-- it, if `ticket` does not stand there). Read a few at a time: the answer is usually near the
+-- head, and a line can be thousands long.
 local function lineAhead(l, ticket)
-  for _, id in ipairs(redis.call('LRANGE', l.queue, 0, -1)) do
-    if id == ticket then return false end
-    local t = ticketOf(l.tickets, id)
-    if t and t.deadline > nowMs() and t.mode ~= 'n' then return true end
+  local from = 0
+  while true do
+    local ids = redis.call('LRANGE', l.queue, from, from + 15)
+    for _, id in ipairs(ids) do
+      if id == ticket then return false end
+      local t = ticketOf(l.tickets, id)
+      if t and t.deadline > nowMs() and t.mode ~= 'n' then return true end
+    end
+    if #ids < 16 then return false end
+    from = from + 16
   end
-  return false
 end
 
 -- The mode `ticket` stands with now ('m', 'n'), or nil if it stands nowhere live.
