@@ -37,8 +37,10 @@ export function standing(queue: readonly Queued[], token: bigint): Standing {
   const ahead = queue.slice(0, at);
   if (me.value?.m === "s") {
     const limit = me.value.n;
-    const other = queue.find((q) => q.value?.m === "s" && q.value.n !== limit);
-    if (other) return { kind: "conflict", limit: other.value!.n };
+    // The oldest semaphore hold sets the limit: a later one that disagrees is the one refused (its
+    // key may linger ahead of others until it is taken back; its permits then count, which only delays).
+    const first = queue.find((q) => q.value?.m === "s")!;
+    if (first.value!.n !== limit) return { kind: "conflict", limit: first.value!.n };
     if (ahead.some((q) => q.value?.m !== "s")) {
       const last = [...ahead].reverse().find((q) => q.value?.m !== "s")!;
       return { kind: "behind", key: last.key, token: last.token };

@@ -277,7 +277,14 @@ export class EtcdStore implements NamedLockStore {
     if (!tracked.ownLease) {
       const g = this.#session.current;
       if (!g || g.id !== ref.lease) throw new LockLostError(ref.name, "expired", "its session lease ended");
-      await this.#session.keepalive(g);
+      const [, there] = await Promise.all([this.#session.keepalive(g), this.check(ref)]);
+      if (!there) {
+        const lost = new LockLostError(ref.name, "taken", "the holder key is gone or is another hold's");
+        tracked.controller.abort(lost);
+        this.#forget(tracked);
+        throw lost;
+      }
+      if (!g.alive) throw this.#lost(ref.name, g.signal.reason);
       return g.heldUntil();
     }
     const key = Buffer.from(ref.key);
@@ -575,6 +582,10 @@ export class EtcdStore implements NamedLockStore {
       for (;;) {
         const st: Standing = standing(view.queue, myToken);
         if (st.kind === "holding") {
+          // First in line, but the lease ran out on this side while it waited: never handed out as held.
+          if (this.#clock.now() >= lease.heldUntil()) {
+            throw this.#lost(req.name, lease.signal.aborted ? lease.signal.reason : new SessionLost("expired", "its lease ran out before the lock came to it"));
+          }
           const held = this.#track(req.name, key, myToken, req.mode, value, modRevision, lease, created.sentAt, req.leaseTimeMs);
           return held;
         }
@@ -605,6 +616,9 @@ export class EtcdStore implements NamedLockStore {
             // A failed read (a leader election, a member down) is tried again after the next wake-up;
             // the deadline and the session's life bound how long.
             if (!(error instanceof ConnectionError) || waiting.signal.aborted) throw error;
+            // A pause on a timer before the next try: a read refused at once (a client's open
+            // circuit breaker) must not turn this loop into one that never yields to timers.
+            await this.#pause(waiting, Math.min(this.#recheckMs, 200));
           }
         } finally {
           waiting.dispose();
@@ -723,6 +737,18 @@ export class EtcdStore implements NamedLockStore {
     } finally {
       this.#clock.clearTimeout(timer);
       w.cancel().catch(() => undefined);
+    }
+  }
+
+  /** Resolves after `ms` on the store's clock; rejects when `stop` aborts first. */
+  async #pause(stop: Interruption, ms: number): Promise<void> {
+    let timer: unknown;
+    try {
+      await stop.race(new Promise<void>((resolve) => {
+        timer = this.#clock.setTimeout(resolve, ms);
+      }));
+    } finally {
+      this.#clock.clearTimeout(timer);
     }
   }
 

@@ -112,7 +112,11 @@ class Member implements EtcdMember {
       "--logger", "zap", "--log-level", "error",
     ];
     this.#log = "";
-    const child = spawn(etcdBinary(), args, { stdio: ["ignore", "ignore", "pipe"] });
+    // With setpriv, a member dies with the test process even when that is SIGKILLed (a file's timeout).
+    const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
+    const child = setpriv
+      ? spawn(setpriv, ["--pdeathsig", "SIGKILL", etcdBinary(), ...args], { stdio: ["ignore", "ignore", "pipe"] })
+      : spawn(etcdBinary(), args, { stdio: ["ignore", "ignore", "pipe"] });
     child.stderr?.on("data", (d: Buffer) => {
       this.#log = (this.#log + d.toString()).slice(-4000);
     });
