@@ -1,0 +1,119 @@
+/**
+ * Progress: a lock whose waiters are present must change hands. A lock that moves a few times a
+ * second while ten workers wait for it passes every bound on single calls (each acquire settles
+ * within its timeout) and yet has collapsed; this checker sees it. For each mutex it adds up the
+ * time during which someone waited for it, nobody held it (no lease of it was out: from its start
+ * until its release settled) and
+ * nothing was faulted (no fault in force, nor within a grace after one ended: a paused holder's
+ * lock stays taken in Redis until its ttl), and counts the holder changes that ended such time.
+ * With enough of that time to judge, the mean idle time per holder change must stay under the
+ * floor: a handoff takes a few round trips, so one change per `floorMs` of idle time is far below
+ * any healthy lock.
+ */
+import { lockOf, type Model } from "./model.js";
+import type { Violation } from "./violation.js";
+
+/** The calls whose time counts as waiting for a lock (tryAcquire never waits). */
+const WAITING = new Set(["acquire", "withLock"]);
+
+export interface ProgressFloor {
+  /** Longest mean idle time per holder change, ms, while waiters are present and nothing is faulted. */
+  readonly floorMs: number;
+  /** Idle time needed before the lock is judged, ms (a few slow handoffs are not a collapse). */
+  readonly minIdleMs: number;
+  /** After a fault ends, how long its effects may last (a lock held by a paused or lost holder until its ttl), ms. */
+  readonly graceMs: number;
+}
+
+/**
+ * The floor for a deployment: one holder change per 50 ms of idle time with waiters (a healthy
+ * handoff is one to a few round trips: single node, Sentinel, Cluster and quorum alike), judged
+ * once a lock has been idle with waiters for 500 ms in all; the grace after a fault is the longest
+ * lease ttl in the run.
+ */
+export function progressFloor(model: Model): ProgressFloor {
+  let ttl = 0;
+  for (const l of model.leases.values()) ttl = Math.max(ttl, l.ttl);
+  return { floorMs: 50, minIdleMs: 500, graceMs: ttl };
+}
+
+type Span = readonly [number, number];
+
+/** `spans` merged into disjoint, sorted spans. */
+function merged(spans: Span[]): Span[] {
+  const sorted = spans.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  const out: [number, number][] = [];
+  for (const [a, b] of sorted) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+
+/** `from` minus every span of `cut` (both merged). */
+function minus(from: readonly Span[], cut: readonly Span[]): Span[] {
+  const out: Span[] = [];
+  for (const [a, b] of from) {
+    let start = a;
+    for (const [c, d] of cut) {
+      if (d <= start || c >= b) continue;
+      if (c > start) out.push([start, c]);
+      start = Math.max(start, d);
+      if (start >= b) break;
+    }
+    if (start < b) out.push([start, b]);
+  }
+  return out;
+}
+
+export function checkProgress(model: Model, floor: ProgressFloor = progressFloor(model)): Violation[] {
+  const faulted = merged(model.faults.map((f): Span => [f.from, f.to + floor.graceMs]));
+  const locks = new Map<string, { waits: Span[]; held: Span[]; starts: number[] }>();
+  const of = (lock: string) => {
+    let l = locks.get(lock);
+    if (!l) locks.set(lock, (l = { waits: [], held: [], starts: [] }));
+    return l;
+  };
+  for (const c of model.calls.values()) {
+    const { op, prim, key } = c.invoke;
+    if (!WAITING.has(op) || prim !== "mutex" || key === undefined) continue;
+    of(lockOf(prim, key)).waits.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+  }
+  // A lease holds its lock until it is given back: its release call settled (a holder may be done
+  // with its section well before it releases), or its withLock call returned.
+  const givenBack = new Map<string, number>();
+  for (const c of model.calls.values()) {
+    const lease = c.invoke.op === "release" ? c.invoke.lease : c.invoke.op === "withLock" ? c.lease : undefined;
+    if (lease !== undefined) givenBack.set(lease, Math.max(givenBack.get(lease) ?? 0, c.doneAt ?? model.endAt));
+  }
+  for (const l of model.leases.values()) {
+    if (l.prim !== "mutex") continue;
+    const lock = of(lockOf(l.prim, l.key));
+    // A re-entry (or a join by owner) keeps the hold out as long as it lasts, but changes no hands.
+    lock.held.push([l.start, Math.max(l.end ?? l.lostAt ?? model.endAt, givenBack.get(l.id) ?? 0)]);
+    if (l.parent === undefined) lock.starts.push(l.start);
+  }
+  const out: Violation[] = [];
+  for (const [lock, l] of locks) {
+    const idle = minus(minus(merged(l.waits), merged(l.held)), faulted);
+    const idleMs = idle.reduce((sum, [a, b]) => sum + (b - a), 0);
+    if (idleMs < floor.minIdleMs) continue;
+    // A holder change ends an idle span: a lease of this lock starting where the span ends.
+    const changes = idle.filter(([, b]) => l.starts.some((s) => Math.abs(s - b) < 1e-6)).length;
+    const perChange = idleMs / Math.max(1, changes);
+    if (perChange > floor.floorMs) {
+      const first = idle[0] as Span;
+      const last = idle[idle.length - 1] as Span;
+      const longest = [...idle].sort((x, y) => (y[1] - y[0]) - (x[1] - x[0])).slice(0, 3)
+        .map(([a, b]) => `${a.toFixed(0)}-${b.toFixed(0)} ms`).join(", ");
+      out.push({
+        checker: "liveness", severity: "violation", window: [first[0], last[1]],
+        message: `${lock}: waiters were present, nobody held it and nothing was faulted for ${idleMs.toFixed(0)} ms in all, ` +
+          `and it changed hands ${changes} time(s) after such idle time: ${perChange.toFixed(0)} ms per holder change, ` +
+          `over the floor of ${floor.floorMs} ms (longest: ${longest})`,
+      });
+    }
+  }
+  return out;
+}
