@@ -4,6 +4,7 @@ import { checkAnswers } from "./answers.js";
 import { checkExclusion, checkPermits } from "./exclusion.js";
 import { checkCalls, checkSweep, checkWorkers, type Sweep } from "./liveness.js";
 import { buildModel, type Model } from "./model.js";
+import { checkProgress } from "./progress.js";
 import { checkCounters, checkFencedRegisters, type CounterFinals, type GuardLogs } from "./resources.js";
 import type { Violation } from "./violation.js";
 
@@ -23,6 +24,7 @@ export function checkHistory(history: readonly HistoryEvent[], end: EndState | u
     ...checkCounters(model, end?.counters ?? new Map()),
     ...checkAnswers(model),
     ...checkCalls(model),
+    ...checkProgress(model),
     ...(end ? checkSweep(end.sweep) : []),
     ...checkWorkers(model),
   ];
