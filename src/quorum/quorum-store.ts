@@ -48,7 +48,9 @@ export class QuorumStore implements Store {
     // A mutex's waiter keeps its place in every node's ordered line (docs/protocol.md, "Quorum
     // mode's waiting line"): a lost vote keeps its ticket, a lone hold is given back but the ticket
     // stays, and a winner's ticket leaves every line. Other attempts give back all a lost vote took.
-    const queued = call.join === "" && call.ask.ticketLeaseMs > 0 && call.target.family === "exclusive" && call.ask.order !== undefined;
+    // A join by owner ('*') waits in line too when its owner holds nothing yet.
+    const queued = (call.join === "" || call.join === "*") && call.ask.ticketLeaseMs > 0 && call.target.family === "exclusive" &&
+      call.ask.order !== undefined;
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
@@ -139,7 +141,9 @@ export class QuorumStore implements Store {
   #keepPlace(vote: Vote<AcquireResult>, call: AcquireCall): Promise<void> | undefined {
     if (vote.ok && vote.value.status === "busy") return undefined;
     const store = this.#store(vote.node);
-    return (vote.ok ? store.stepAside(call) : store.abandon(call)).catch(() => {});
+    // A lone founding steps aside; a lone entry into its owner's hold there (a join by owner) and an
+    // unknown outcome are given back whole.
+    return (vote.ok && vote.value.status === "founded" ? store.stepAside(call) : store.abandon(call)).catch(() => {});
   }
 
   async stepAside(call: AcquireCall): Promise<void> {

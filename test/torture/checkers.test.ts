@@ -8,6 +8,7 @@ import { checkAnswers } from "./checkers/answers.js";
 import { checkHistory } from "./checkers/index.js";
 import { checkExclusion, checkPermits } from "./checkers/exclusion.js";
 import { checkCalls, checkSweep, checkWorkers } from "./checkers/liveness.js";
+import { checkProgress } from "./checkers/progress.js";
 import { buildModel } from "./checkers/model.js";
 import { checkCounters, checkFencedRegisters } from "./checkers/resources.js";
 import type { Violation } from "./checkers/violation.js";
@@ -24,7 +25,7 @@ const h = {
     ({ type: "obs", t, w, lease, held, aborted: !held, via }),
   end: (t: number, w: number, lease: string): HistoryEvent => ({ type: "end", t, w, lease }),
   invoke: (t: number, w: number, call: string, op: "release" | "extend" | "acquire" | "withLock" | "guard", boundMs: number | null,
-    o: { lease?: string; key?: string; args?: Record<string, string | number | boolean> } = {}): HistoryEvent =>
+    o: { lease?: string; key?: string; prim?: Prim; args?: Record<string, string | number | boolean> } = {}): HistoryEvent =>
     ({ type: "invoke", t, w, call, op, boundMs, ...o }),
   ok: (t: number, w: number, call: string): HistoryEvent => ({ type: "ok", t, w, call }),
   lost: (t: number, w: number, call: string): HistoryEvent => ({
@@ -258,5 +259,45 @@ describe("liveness, hygiene and wrong answers", () => {
       h.lease(0, 0, "A", "k", "10", "a"), h.look(120, 0, "A"), h.lease(100, 1, "B", "k", "11", "b"), h.look(130, 1, "B"),
     ], { logs: new Map(), counters: new Map(), sweep: { drainedAfterMs: 3, deadlineMs: 5, stillBusy: [], noTtl: [], orphanTickets: [] } });
     assert.deepEqual(violations.map((v) => v.checker), ["believed-overlap"]);
+  });
+});
+
+describe("progress (a lock with waiters must change hands)", () => {
+  /**
+   * Two workers take mutex k in turn, `rounds` times: each holds 20 ms, and the other, waiting
+   * all along, gets the lock `gapMs` after the release.
+   */
+  function turns(rounds: number, gapMs: number): HistoryEvent[] {
+    const events: HistoryEvent[] = [];
+    let t = 0;
+    for (let i = 0; i < rounds; i++) {
+      const w = i % 2;
+      const lease = `L${i}`;
+      const call = `c${i}`;
+      // The next worker started waiting when this one got the lock.
+      events.push(h.invoke(Math.max(0, t - 20 - gapMs), w, call, "acquire", null, { key: "k", prim: "mutex" }));
+      events.push(h.lease(t, w, lease, "k", String(i + 1), `o${w}`, { call }), h.ok(t, w, call));
+      events.push(h.end(t + 20, w, lease));
+      t += 20 + gapMs;
+    }
+    return events;
+  }
+
+  it("a lock whose waiters get it a few ms after each release passes", () => {
+    assert.deepEqual(checkProgress(buildModel(turns(100, 3))), []);
+  });
+
+  it("a lock that changes hands every 150 ms of idle time while its waiters are present fails", () => {
+    const vs = checkProgress(buildModel(turns(20, 150)));
+    assert.equal(vs.length, 1);
+    assert.equal(vs[0]?.checker, "liveness");
+    assert.match(vs[0]?.message ?? "", /mutex:k: .* 150 ms per holder change, over the floor of 50 ms/);
+  });
+
+  it("idle time while something is faulted (and for a ttl after) does not count, nor does too little of it", () => {
+    const slow = turns(20, 150);
+    const last = 20 * 170;
+    assert.deepEqual(checkProgress(buildModel([...slow, h.fault(0, "kill-node", "start", "node1"), h.fault(last, "kill-node", "end", "node1")])), []);
+    assert.deepEqual(checkProgress(buildModel(turns(3, 150))), [], "300 ms of idle time in all: not enough to judge");
   });
 });

@@ -2,9 +2,13 @@
  * Progress: a lock whose waiters are present must change hands. A lock that moves a few times a
  * second while ten workers wait for it passes every bound on single calls (each acquire settles
  * within its timeout) and yet has collapsed; this checker sees it. For each mutex it adds up the
- * time during which someone waited for it, nobody held it (no lease of it was believed held) and
+ * time during which someone waited for it, nobody held it (no lease of it was out: from its start
+ * until its release settled) and
  * nothing was faulted (no fault in force, nor within a grace after one ended: a paused holder's
- * lock stays taken in Redis until its ttl), and counts the holder changes that ended such time.
+ * lock stays taken in Redis until its ttl; a call that found Redis unreachable marks an outage the
+ * same way), from the lock's first holder until the workers are told to stop, and counts the holder
+ * changes that ended such time. A lost lease holds its lock for its ttl after it was lost, and a
+ * one-shot attempt in flight (tryAcquire) may hold it too.
  * With enough of that time to judge, the mean idle time per holder change must stay under the
  * floor: a handoff takes a few round trips, so one change per `floorMs` of idle time is far below
  * any healthy lock.
@@ -14,6 +18,8 @@ import type { Violation } from "./violation.js";
 
 /** The calls whose time counts as waiting for a lock (tryAcquire never waits). */
 const WAITING = new Set(["acquire", "withLock"]);
+/** Errors that say Redis could not be reached: the time around them is faulted, whatever caused it. */
+const OUTAGE = new Set(["ConnectionError", "QuorumError"]);
 
 export interface ProgressFloor {
   /** Longest mean idle time per holder change, ms, while waiters are present and nothing is faulted. */
@@ -67,7 +73,11 @@ function minus(from: readonly Span[], cut: readonly Span[]): Span[] {
 }
 
 export function checkProgress(model: Model, floor: ProgressFloor = progressFloor(model)): Violation[] {
-  const faulted = merged(model.faults.map((f): Span => [f.from, f.to + floor.graceMs]));
+  // Faulted: a fault in force (and its grace), and any call that found Redis unreachable (on a
+  // loaded machine a server may not answer for a second without the nemesis doing anything).
+  const outages = [...model.calls.values()].filter((c) => OUTAGE.has(c.error?.name ?? ""))
+    .map((c): Span => [c.invoke.t, (c.doneAt ?? model.endAt) + floor.graceMs]);
+  const faulted = merged([...model.faults.map((f): Span => [f.from, f.to + floor.graceMs]), ...outages]);
   const locks = new Map<string, { waits: Span[]; held: Span[]; starts: number[] }>();
   const of = (lock: string) => {
     let l = locks.get(lock);
@@ -76,18 +86,37 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
   };
   for (const c of model.calls.values()) {
     const { op, prim, key } = c.invoke;
-    if (!WAITING.has(op) || prim !== "mutex" || key === undefined) continue;
-    of(lockOf(prim, key)).waits.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+    if (prim !== "mutex" || key === undefined) continue;
+    // A one-shot attempt in flight may hold the lock in Redis before its caller knows (its reply
+    // slow or lost): nobody is owed the lock meanwhile.
+    if (op === "tryAcquire" || op === "foreign-try") of(lockOf(prim, key)).held.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+    if (WAITING.has(op)) of(lockOf(prim, key)).waits.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+  }
+  // A lease holds its lock until it is given back: its release call settled (a holder may be done
+  // with its section well before it releases), or its withLock call returned.
+  const givenBack = new Map<string, number>();
+  for (const c of model.calls.values()) {
+    const lease = c.invoke.op === "release" ? c.invoke.lease : c.invoke.op === "withLock" ? c.lease : undefined;
+    if (lease !== undefined) givenBack.set(lease, Math.max(givenBack.get(lease) ?? 0, c.doneAt ?? model.endAt));
   }
   for (const l of model.leases.values()) {
-    if (l.prim !== "mutex" || l.parent !== undefined) continue;
+    if (l.prim !== "mutex") continue;
     const lock = of(lockOf(l.prim, l.key));
-    lock.held.push([l.start, l.end ?? l.lostAt ?? model.endAt]);
-    lock.starts.push(l.start);
+    // A re-entry (or a join by owner) keeps the hold out as long as it lasts, but changes no hands.
+    // A lost lease's hold may stay in Redis until its ttl runs out (renewals applied, unconfirmed).
+    const lostHold = l.lostAt === undefined ? 0 : l.lostAt + l.ttl;
+    lock.held.push([l.start, Math.max(l.end ?? l.lostAt ?? model.endAt, givenBack.get(l.id) ?? 0, lostHold)]);
+    if (l.parent === undefined) lock.starts.push(l.start);
   }
+  const stop = model.events.find((e) => e.type === "note" && e.text.includes("workers stop"));
+  const stopAt = stop?.t ?? model.endAt;
   const out: Violation[] = [];
   for (const [lock, l] of locks) {
-    const idle = minus(minus(merged(l.waits), merged(l.held)), faulted);
+    // From the lock's first holder on: before it, the workers are still connecting and loading scripts.
+    const firstHolder = Math.min(...l.starts);
+    // Until the workers are told to stop: then holders end their sections and nobody takes over.
+    const idle = minus(minus(merged(l.waits), merged(l.held)), faulted).filter(([a, b]) => b > firstHolder && a < stopAt)
+      .map(([a, b]): Span => [Math.max(a, firstHolder), Math.min(b, stopAt)]);
     const idleMs = idle.reduce((sum, [a, b]) => sum + (b - a), 0);
     if (idleMs < floor.minIdleMs) continue;
     // A holder change ends an idle span: a lease of this lock starting where the span ends.
@@ -96,11 +125,13 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
     if (perChange > floor.floorMs) {
       const first = idle[0] as Span;
       const last = idle[idle.length - 1] as Span;
+      const longest = [...idle].sort((x, y) => (y[1] - y[0]) - (x[1] - x[0])).slice(0, 3)
+        .map(([a, b]) => `${a.toFixed(0)}-${b.toFixed(0)} ms`).join(", ");
       out.push({
         checker: "liveness", severity: "violation", window: [first[0], last[1]],
         message: `${lock}: waiters were present, nobody held it and nothing was faulted for ${idleMs.toFixed(0)} ms in all, ` +
           `and it changed hands ${changes} time(s) after such idle time: ${perChange.toFixed(0)} ms per holder change, ` +
-          `over the floor of ${floor.floorMs} ms`,
+          `over the floor of ${floor.floorMs} ms (longest: ${longest})`,
       });
     }
   }
