@@ -20,7 +20,7 @@ export interface CommandInfo {
 /** Fault classes: every name a protocol uses for an operation of that kind, old and new. */
 export const FAULT_CLASSES = {
   "acquire-like": ["acquire", "acquire-shared", "acquire-fair", "acquire-multi", "proclaim", "count-down"],
-  "release-like": ["release", "release-shared", "release-multi", "leave-queue", "leave-queue-shared", "leave-multi", "force-release", "set-permits"],
+  "release-like": ["release", "release-shared", "release-multi", "leave-queue", "leave-queue-shared", "leave-multi", "force-release", "set-permits", "step-aside"],
   "renew-like": ["renew-batch", "extend", "keepalive"],
   "check-like": ["is-held", "check", "inspect", "inspect-coordination", "read-leader", "read-latch"],
   "fence-like": ["raise-fence", "guard-write"],
