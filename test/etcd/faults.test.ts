@@ -50,7 +50,25 @@ describe("etcd store: faults on a 3-member cluster", () => {
     }
   });
 
-  it("the leader killed under contention: no two holders at once, fenced counter exact, tokens rising", async () => {
+  it("the leader killed under contention: no two holders at once, fenced counter exact, tokens rising", async (t) => {
+    // A known defect of the etcd3 client, open under issue 31: when its shared watch stream is
+    // re-established after a leader change, a response for a watcher it already dropped is thrown
+    // from a stream handler ("Failed to find watcher for IWatchResponse") and nothing can catch it.
+    // It is reported here and does not end the process; every other uncaught error still does.
+    const etcd3Defects: unknown[] = [];
+    // The test runner's own listener would count it as this test's failure: it hears the others.
+    const runner = process.listeners("uncaughtException");
+    const known = (error: Error, origin: NodeJS.UncaughtExceptionOrigin): void => {
+      if (error.message.includes("Failed to find watcher for IWatchResponse")) etcd3Defects.push(error);
+      else for (const listener of runner) listener(error, origin);
+    };
+    process.removeAllListeners("uncaughtException");
+    process.on("uncaughtException", known);
+    t.after(() => {
+      process.off("uncaughtException", known);
+      for (const listener of runner) process.on("uncaughtException", listener);
+      if (etcd3Defects.length > 0) t.diagnostic(`etcd3 threw "Failed to find watcher" ${etcd3Defects.length} time(s) (issue 31)`);
+    });
     const stores = [world.store(), world.store(), world.store()];
     const name = uid("leader/");
     const counter = uid("counter/");
