@@ -10,6 +10,7 @@ import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { freePort } from "./redis-server.mjs";
 
 /** The nginx binary: `$NGINX`, else the first on PATH or in the usual sbin folders; undefined if none. */
 export function findNginx(env = process.env) {
@@ -26,18 +27,6 @@ export function findNginx(env = process.env) {
     }
   }
   return undefined;
-}
-
-/** A port nothing listens on right now (nginx binds it a moment later; a clash is retried). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 function configFor(dir, port, backends, maxConns) {

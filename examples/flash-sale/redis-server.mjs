@@ -23,7 +23,8 @@ function findExecutable(name, extra) {
   return null;
 }
 
-function freePort() {
+/** A port nothing listens on right now (the server binds it a moment later; a clash is retried). */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once("error", reject);
