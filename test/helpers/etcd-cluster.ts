@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePorts } from "./redis-topology.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+import { assertSlowTier } from "./tier.js";
 
 const HOST = "127.0.0.1";
 
@@ -184,6 +185,7 @@ class Member implements EtcdMember {
 
 /** Starts an N-member cluster (3 by default) and waits until every member is healthy. */
 export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+  assertSlowTier("an etcd cluster");
   const size = o.size ?? 3;
   const heartbeatMs = o.heartbeatMs ?? 50;
   const ports = await freePorts(size * 2);
