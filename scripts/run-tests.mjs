@@ -3,7 +3,8 @@
 //   node scripts/run-tests.mjs [--reporter NAME] [--tier NAME[,NAME]] [path-substring ...]
 //
 // A path substring runs a subset (`node scripts/run-tests.mjs test/lease`); `--tier` runs the files
-// of some tiers (scripts/test-tiers.mjs: unit, memory, redis, deployments, package, soak). A whole run measures
+// of some tiers (scripts/test-tiers.mjs: unit, memory, redis, deployments, package, soak). The
+// generated Lua and SQL modules are made again first. A whole run measures
 // coverage of src/ (c8, remapped to the TypeScript sources, child processes included) and fails
 // below the floor in .c8rc.json; `--no-coverage` or a subset skips it. The test counts are then
 // printed once more under the coverage report, so that the log ends with them. People get a compact
@@ -52,6 +53,11 @@ const files = walk("test")
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
+}
+// The generated Lua and SQL modules follow their sources: an edited script never runs stale.
+for (const gen of ["scripts/gen-scripts.mjs", "scripts/gen-sql.mjs"]) {
+  const made = spawnSync(process.execPath, [gen], { stdio: "inherit" });
+  if (made.status !== 0) process.exit(made.status ?? 1);
 }
 const results = ".test-results";
 const summaryFile = join(results, "summary.txt");
