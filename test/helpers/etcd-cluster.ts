@@ -167,7 +167,16 @@ class Member implements EtcdMember {
 
   async kill(): Promise<void> {
     if (this.alive) this.#child!.kill("SIGKILL");
-    await this.#exited;
+    // Bounded: a test must fail with a message, never wait on a process that does not go.
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`etcd member ${this.name} (pid ${this.pid}) did not exit within 10 s of SIGKILL`)), 10_000);
+    });
+    try {
+      await Promise.race([this.#exited, stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
     running.delete(this);
   }
 
