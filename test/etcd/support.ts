@@ -16,15 +16,22 @@ export interface EtcdWorld {
 }
 
 /**
- * Clients that fail over quickly. Every unary call a test makes itself is bounded (5 s unless it
- * gives its own deadline, as the store always does): a connection opened through a switchboard
- * line while it was cut lost its HTTP/2 preface and stays silent after the line is restored, and
- * a call on it without a deadline would wait forever. Streams keep their own bounds.
+ * Clients that fail over quickly, and cannot inherit another test's broken connection.
+ *
+ * A switchboard line that is cut drops bytes for good (a real network would retransmit them): an
+ * HTTP/2 connection that lost frames that way stays silent after the line is restored. grpc-js
+ * shares connections between all clients of a process that name the same address (its global
+ * subchannel pool), so a later test's new client got that silent connection, and its first call,
+ * which had no deadline, waited until the runner's 600 s file timeout (the CI failure of the
+ * leader-kill test). Each client here has connections of its own (a broken one goes when etcd3
+ * resets the client after a failed call), and every unary call a test makes itself is bounded
+ * (5 s unless it gives its own deadline, as the store always does).
  */
 export function etcdClient(hosts: readonly string[]): Etcd3 {
   return new Etcd3({
     hosts: hosts.map((h) => `http://${h}`),
     dialTimeout: 1_000,
+    grpcOptions: { "grpc.use_local_subchannel_pool": 1 },
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: new Date(Date.now() + 5_000) }),
   });
 }
