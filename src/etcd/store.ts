@@ -606,7 +606,15 @@ export class EtcdStore implements NamedLockStore {
         if (req.timeoutMs === 0) throw new LockTimeoutError(req.name, this.#clock.now() - started, 0);
         stop.throwIfInterrupted();
         if (lease.signal.aborted) throw this.#lost(req.name, lease.signal.reason);
-        const waiting = new Interruption({ clock: this.#clock, signals: [stop.signal, lease.signal] });
+        // A lease of its own is nobody's watchdog's: its end is a deadline of the wait. Without it, a
+        // waiter with no timeout on a cluster it cannot reach would re-read in vain forever.
+        const ownRanOut = (): SessionLost => new SessionLost("expired", "its leaseTime ran out while it waited");
+        if (lease.own && this.#clock.now() >= lease.heldUntil()) throw ownRanOut();
+        const waiting = new Interruption({
+          clock: this.#clock,
+          signals: [stop.signal, lease.signal],
+          ...(lease.own ? { deadlineAt: lease.heldUntil(), timeout: ownRanOut } : {}),
+        });
         try {
           await this.#wake(waiting, st.kind === "behind"
             ? { key: st.key, from: view.revision + 1n, only: "delete" }

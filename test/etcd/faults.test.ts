@@ -62,6 +62,23 @@ describe("etcd store: faults on a 3-member cluster", () => {
     }
   });
 
+  it("a waiter on a lease of its own, with no timeout, cut off from the cluster: LockLostError (expired) at its leaseTime, never a hang", T, async () => {
+    const holder = world.store({ members: [1, 2] });
+    const cut = world.store({ members: [0], requestTimeoutMs: 800, recheckMs: 300 });
+    const name = uid("own-cut/");
+    const h = await within(5_000, holder.acquire(fresh(name)), "the holder's acquire");
+    const waiting = cut.acquire(fresh(name, { timeoutMs: Infinity, leaseTimeMs: 2_000 }));
+    waiting.catch(() => undefined);
+    await waitersReach(holder, name, 1);
+    world.cluster.members[0]!.proxy.blackhole();
+    try {
+      await within(10_000, assert.rejects(waiting, (e: unknown) => e instanceof LockLostError && e.reason === "expired"), "the waiter's failure");
+    } finally {
+      world.cluster.members[0]!.proxy.pass();
+    }
+    await within(5_000, holder.release(h.ref, h.ref.hold), "the release");
+  });
+
   it("the leader killed under contention: no two holders at once, fenced counter exact, tokens rising", T, async () => {
     const stores = [world.store(), world.store(), world.store()];
     const name = uid("leader/");
