@@ -754,10 +754,16 @@ export class EtcdStore implements NamedLockStore {
     let timer: unknown;
     try {
       // Opening is local (no round trip): bounded anyway, and a stream opened too late is closed.
-      const opening = within(this.#client.watchClient.watch(bounded(this.#recheckMs + this.#requestMs)), this.#requestMs, () => new Error("watch stream not opened in time"));
+      let gaveUp = false;
+      const opened = this.#client.watchClient.watch(bounded(this.#recheckMs + this.#requestMs)).then((st) => {
+        if (gaveUp) closeStream(st);
+        return st;
+      });
+      const opening = within(opened, this.#requestMs, () => new Error("watch stream not opened in time"));
       try {
         stream = await stop.race(opening, closeStream);
       } catch (error) {
+        gaveUp = true;
         if (stop.signal.aborted) throw error;
         // No stream: re-read after a pause rather than at once (an open circuit refuses at once).
         await this.#pause(stop, Math.min(this.#recheckMs, 200));

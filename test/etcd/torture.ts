@@ -31,7 +31,11 @@ export interface TortureOptions {
 }
 
 export interface TortureResult {
+  /** Sections whose fenced write was acknowledged. */
   readonly sections: number;
+  /** Fenced writes the guard refused (the hold was gone by then): nothing written. */
+  readonly refused: number;
+  /** Fenced writes found in etcd afterwards (a write whose reply was lost counts here too). */
   readonly landed: number;
   readonly counter: number;
   readonly faults: Record<Fault, number>;
@@ -79,6 +83,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
   const violations: string[] = [];
   let readFailures = 0;
   let sections = 0;
+  let refused = 0;
   try {
     for (let i = 0; i < (o.stores ?? 4); i++) {
       const line = await cluster.line();
@@ -125,11 +130,12 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
           }
           if (value !== undefined) {
             // Each write also leaves a key of its own with its token: a write whose reply was lost is counted too.
-            await store.fenced(h.ref, [
+            const { ok } = await store.fenced(h.ref, [
               { request_put: { key: Buffer.from(counter), value: Buffer.from(String(value + 1)) } },
               { request_put: { key: Buffer.from(`${counter}/${id}`), value: Buffer.from(h.ref.token.toString()) } },
             ]);
-            sections++;
+            if (ok) sections++;
+            else refused++;
           }
         } catch (e) {
           count(e);
@@ -198,7 +204,7 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
     for (let i = 1; i < writes.length; i++) {
       if (writes[i]!.token <= writes[i - 1]!.token) violations.push(`fenced write at revision ${writes[i]!.revision} has token ${writes[i]!.token} after ${writes[i - 1]!.token}`);
     }
-    return { sections, landed: writes.length, counter: final, faults, failures: Object.fromEntries(failures), readFailures, violations };
+    return { sections, refused, landed: writes.length, counter: final, faults, failures: Object.fromEntries(failures), readFailures, violations };
   } finally {
     await within(15_000, Promise.all(stores.map((s) => s.close().catch(() => undefined))), "closing the stores").catch(() => undefined);
     for (const c of clients) c.close();
@@ -216,7 +222,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const started = performance.now();
   const log = (line: string): void => console.log(`${((performance.now() - started) / 1000).toFixed(1)}s ${line}`);
   const r = await runTorture({ seconds: opt("seconds", 60), stores: opt("stores", 4), workers: opt("workers", 3), seed: opt("seed", 1), log });
-  log(`${r.sections} sections, ${r.landed} fenced writes landed, counter ${r.counter}; faults ${JSON.stringify(r.faults)}; failures ${JSON.stringify(r.failures)}; counter reads failed ${r.readFailures}`);
+  log(`${r.sections} sections, ${r.refused} fenced writes refused, ${r.landed} landed, counter ${r.counter}; faults ${JSON.stringify(r.faults)}; failures ${JSON.stringify(r.failures)}; counter reads failed ${r.readFailures}`);
   for (const v of r.violations.slice(0, 20)) console.error(`VIOLATION ${v}`);
   console.log(r.violations.length === 0 ? "OK: no overlap, no fenced write out of order" : `${r.violations.length} violations`);
   process.exitCode = r.violations.length === 0 ? 0 : 1;
