@@ -4,7 +4,7 @@
 // error fails the file: the store must not trigger one, whatever the cluster does.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ClosedError, ConnectionError, LockLostError } from "../../src/errors.js";
+import { ClosedError, ConnectionError, LockLostError, LockTimeoutError } from "../../src/errors.js";
 import type { Held } from "../../src/etcd/index.js";
 import { aborted, within } from "../helpers/fixtures.js";
 import { FilterType, type IWatchResponse } from "etcd3";
@@ -158,7 +158,8 @@ describe("etcd store: faults on a 3-member cluster", () => {
     assert.equal(Number(await within(10_000, client.get(counter).string(), "reading the counter")), done, "every fenced write counted once");
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, "tokens rise in commit order");
     for (const f of failures.filter((x) => !readFailures.includes(x))) {
-      assert.ok(f instanceof ConnectionError || f instanceof LockLostError, `typed failure: ${String(f)}`);
+      // A timeout is typed too: on a loaded machine a waiter can spend its 10 s behind the election.
+      assert.ok(f instanceof ConnectionError || f instanceof LockLostError || f instanceof LockTimeoutError, `typed failure: ${String(f)}`);
     }
   });
 
