@@ -169,4 +169,27 @@ describe("RESP proxy against a real redis-server", () => {
     await eventually(() => heard.length === 3, 2_000);
     assert.deepEqual(heard, ["one", "two", "after"]);
   });
+
+  it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
+    proxy = await startRespProxy(server, "p");
+    const one = client(true);
+    await one.ping();
+    const other = client(true);
+    await other.ping();
+    // The stall picks a connection by index; find which one it took by trying both.
+    assert.notEqual(proxy.stall(0), null);
+    const a = one.incr("s1");
+    const b = other.incr("s2");
+    const first = await Promise.race([a.then(() => "one"), b.then(() => "other")]);
+    const stalled = first === "one" ? other : one;
+    const key = first === "one" ? "s2" : "s1";
+    const later = stalled.incr(key);
+    await quietFor(50);
+    assert.equal(await server.command("GET", key), null, "nothing of the stalled connection reached Redis");
+    proxy.unstall();
+    const results = await within(2_000, Promise.all([a, b, later]));
+    assert.deepEqual(results.slice().sort(), [1, 1, 2]);
+    assert.equal(await server.command("GET", key), "2");
+  });
 });
+

@@ -9,7 +9,9 @@
  *     reply and reset the client. Redis ran the command and the client never hears of it; with
  *     ioredis `autoResendUnfulfilledCommands` it runs again after the reconnect.
  *   - hold the pushes of subscriber connections (wake-up messages), then deliver them late or lose
- *     them, while commands pass: a waiter that hears of its grant late, or never.
+ *     them, while commands pass: a waiter that hears of its grant late, or never;
+ *   - stall one command connection: hold what its client sends (a refresh, a renewal) while every
+ *     other connection passes, then deliver it late.
  * Commands are chosen by script NAME (see script-catalog.ts), never by SHA, so a fault plan works
  * on any version of the scripts. Subscriber connections are never cut (replies there are pushes).
  */
@@ -56,6 +58,13 @@ export interface RespProxy extends HostPort {
   releasePushes(mode: "deliver" | "lose"): void;
   /** Pushes held now (whole chunks, not messages: for a test to wait until one is there). */
   heldPushes(): number;
+  /**
+   * Holds what the client of one command connection sends (the `pick`-th of those open, modulo
+   * their number) until unstall(); other connections pass. Names the connection, or null if none.
+   */
+  stall(pick: number): string | null;
+  /** Delivers what the stalled connection sent meanwhile, and lets it pass again. */
+  unstall(): void;
   /**
    * Arms a one-shot cut: the next command matching `rule` on a non-subscriber connection is
    * forwarded, its reply swallowed and the client reset. Resolves with what was cut, or null if
@@ -193,7 +202,7 @@ class Link {
     this.client = client;
     this.upstream = upstream;
     this.#proxy = proxy;
-    this.up = new Lane(upstream, () => proxy.upMs, () => proxy.blackholed);
+    this.up = new Lane(upstream, () => proxy.upMs, () => proxy.blackholed || proxy.stalled === this);
     this.down = new Lane(client, () => proxy.downMs, () => proxy.blackholed || (this.#opaque && proxy.pushesHeld));
   }
 
@@ -269,6 +278,7 @@ class ProxyCore {
   downMs = 0;
   blackholed = false;
   pushesHeld = false;
+  stalled: Link | undefined;
   readonly links = new Set<Link>();
   readonly #armed: Armed[] = [];
 
@@ -384,6 +394,18 @@ export async function startRespProxy(target: HostPort, name: string, catalog = n
         if (mode === "lose") link.down.discardHeld();
         link.down.release();
       }
+    },
+    stall(pick) {
+      const open = [...core.links].filter((l) => !l.opaque && !l.client.destroyed);
+      const link = open[Math.abs(pick) % Math.max(1, open.length)];
+      if (!link || core.stalled) return null;
+      core.stalled = link;
+      return `${link.client.remotePort ?? "?"}`;
+    },
+    unstall() {
+      const link = core.stalled;
+      core.stalled = undefined;
+      link?.up.release();
     },
     heldPushes: () => [...core.links].reduce((n, l) => n + (l.opaque ? l.down.heldCount : 0), 0),
     armCut: (rule, withinMs) => core.arm(rule, withinMs),

@@ -49,6 +49,21 @@ describe("believed-hold overlap (lease tier)", () => {
     assert.deepEqual(vs[0]?.window, [100, 120]);
   });
 
+  it("a multiLock's lease holds the mutex of each of its keys, each with that key's token", () => {
+    const multi: HistoryEvent = { ...h.lease(0, 0, "M", "a", "10", "o"), keys: ["a", "b"], tokens: ["10", "20"] };
+    const vs = checkExclusion(buildModel([
+      multi, h.look(200, 0, "M"),
+      // A mutex of a joined by the same owner: the same hold on a (the same token), no conflict.
+      h.lease(10, 1, "J", "a", "10", "o"), h.look(150, 1, "J"),
+      // Another client on b while the multiLock still believes it holds b.
+      h.lease(100, 2, "B", "b", "21", "x"), h.look(130, 2, "B"),
+    ]));
+    assert.equal(only(vs).length, 1);
+    assert.equal(vs[0]?.checker, "believed-overlap");
+    assert.equal(vs[0]?.lock, "mutex:b");
+    assert.deepEqual(vs[0]?.window, [100, 130]);
+  });
+
   it("a hold that stopped believing before the next one came in is fine, however late it released", () => {
     const vs = checkExclusion(buildModel([
       h.lease(0, 0, "A", "k", "10", "a"), h.look(90, 0, "A"), h.look(95, 0, "A", false), h.end(400, 0, "A"),

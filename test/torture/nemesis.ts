@@ -23,7 +23,9 @@ export type Fault =
   | { readonly kind: "blackhole"; readonly node: NodeRef; readonly ms: number; readonly heal: HealMode }
   | { readonly kind: "reset"; readonly node: NodeRef | "all" }
   | { readonly kind: "cut"; readonly node: NodeRef | "all"; readonly classes: readonly FaultClass[]; readonly withinMs: number }
-  | { readonly kind: "failover" };
+  | { readonly kind: "failover" }
+  | { readonly kind: "wakeups"; readonly node: NodeRef | "all"; readonly ms: number; readonly heal: "deliver" | "lose" }
+  | { readonly kind: "stall"; readonly node: NodeRef; readonly ms: number; readonly pick: number };
 
 export interface ScheduledFault {
   readonly at: number;
@@ -48,7 +50,7 @@ export function planFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   const ttl = scope.maxTtlMs;
   const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
   const anyNode = (): NodeRef | "all" => (rng.chance(0.3) ? "all" : node());
-  const weights: [FaultKind, number][] = [
+  const weights: [Exclude<FaultKind, "wakeups" | "stall">, number][] = [
     ["cut", 26], ["latency", 18], ["pause-worker", 10], ["reset", 7], ["blackhole", 12],
     ["pause-node", 8], ["kill-node", 6], ["failover", scope.deployment === "sentinel" ? 4 : 0],
   ];
@@ -86,6 +88,27 @@ export function planFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
         fault = { kind };
         break;
     }
+    out.push({ at: Math.round(at), fault });
+  }
+  return out;
+}
+
+/** Mean gap between two faults of the wake-up schedule. */
+const WAKEUP_MEAN_GAP_MS = 1_500;
+
+/**
+ * A second schedule, from a PRNG of its own (so the seeds recorded before it keep their first
+ * schedule): wake-up messages held and delivered late or lost, and one command connection
+ * stalled while its waiter's grant lapses (issue 24: a grant learned of late).
+ */
+export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
+  const out: ScheduledFault[] = [];
+  const ttl = scope.maxTtlMs;
+  const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
+  for (let at = rng.exponential(WAKEUP_MEAN_GAP_MS); at < scope.durationMs; at += rng.exponential(WAKEUP_MEAN_GAP_MS)) {
+    const fault: Fault = rng.chance(0.5)
+      ? { kind: "wakeups", node: rng.chance(0.3) ? "all" : node(), ms: rng.int(50, 2 * ttl), heal: rng.chance(0.6) ? "deliver" : "lose" }
+      : { kind: "stall", node: node(), ms: rng.int(100, 2 * ttl), pick: rng.int(0, 1_000) };
     out.push({ at: Math.round(at), fault });
   }
   return out;
@@ -286,6 +309,29 @@ export class Nemesis {
         }
         return;
       }
+      case "wakeups": {
+        const nodes = await this.#nodes(f.node);
+        const name = f.node === "all" ? "all" : nodes[0]?.name ?? "?";
+        this.#emit(f.kind, "start", name, { ms: f.ms, heal: f.heal });
+        for (const n of nodes) n.proxy.holdPushes();
+        await sleep(f.ms);
+        for (const n of nodes) n.proxy.releasePushes(f.heal);
+        this.#emit(f.kind, "end", name, { heal: f.heal });
+        return;
+      }
+      case "stall": {
+        const n = await this.#node(f.node);
+        const connection = n?.proxy.stall(f.pick) ?? null;
+        if (!n || connection === null) return this.#emit(f.kind, "skip", n?.name ?? String(f.node));
+        this.#emit(f.kind, "start", n.name, { ms: f.ms, connection });
+        try {
+          await sleep(f.ms);
+        } finally {
+          n.proxy.unstall();
+          this.#emit(f.kind, "end", n.name);
+        }
+        return;
+      }
       case "failover": {
         const failover = this.#t.deployment.failover;
         if (!failover || this.#down.size > 0) return this.#emit(f.kind, "skip", "sentinel");
@@ -306,6 +352,8 @@ export class Nemesis {
     for (const n of this.#t.deployment.nodes) {
       n.proxy.setLatency(0, 0);
       n.proxy.heal("deliver");
+      n.proxy.releasePushes("deliver");
+      n.proxy.unstall();
     }
     for (const w of this.#pausedWorkers) {
       const pid = this.#t.workerPids[w];
