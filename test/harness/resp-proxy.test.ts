@@ -170,6 +170,23 @@ describe("RESP proxy against a real redis-server", () => {
     assert.deepEqual(heard, ["one", "two", "after"]);
   });
 
+  it("losing held pushes loses the messages only: a subscription confirmed meanwhile still completes", async () => {
+    proxy = await startRespProxy(server, "p");
+    const sub = client(true);
+    await sub.subscribe("w");
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "lost");
+    const second = sub.subscribe("v");
+    await eventually(() => (proxy?.heldPushes() ?? 0) >= 2, 2_000);
+    proxy.releasePushes("lose");
+    assert.equal(await within(2_000, second), 2, "the confirmation of SUBSCRIBE v was delivered");
+    await server.command("PUBLISH", "v", "after");
+    await eventually(() => heard.length === 1, 2_000);
+    assert.deepEqual(heard, ["after"]);
+  });
+
   it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
     proxy = await startRespProxy(server, "p");
     const one = client(true);

@@ -122,9 +122,11 @@ class Lane {
     return this.#held.length;
   }
 
-  /** What was held is lost; the queue goes on. */
-  discardHeld(): void {
+  /** What was held is lost (all of it, or what `lost` picks); the queue goes on. */
+  discardHeld(lost: (item: Item) => boolean = () => true): void {
+    const kept = this.#held.filter((item) => !lost(item));
     this.#held.length = 0;
+    this.#held.push(...kept);
   }
 
   drop(): void {
@@ -155,6 +157,17 @@ class Lane {
       deliver(this.#dst, head.item);
     }
   }
+}
+
+/** Pub/sub messages as a subscriber receives them (RESP2 arrays, RESP3 pushes): the wake-ups. */
+const MESSAGE_HEADS = ["*3\r\n$7\r\nmessage\r\n", "*3\r\n$8\r\nsmessage\r\n", "*4\r\n$8\r\npmessage\r\n",
+  ">3\r\n$7\r\nmessage\r\n", ">3\r\n$8\r\nsmessage\r\n", ">4\r\n$8\r\npmessage\r\n"];
+
+/** Whether a held item is a whole wake-up message (a subscriber's replies are framed, see Link). */
+function isMessage(item: Item): boolean {
+  if (!Buffer.isBuffer(item)) return false;
+  const head = item.toString("latin1", 0, 24);
+  return MESSAGE_HEADS.some((h) => head.startsWith(h));
 }
 
 function deliver(dst: net.Socket, item: Item): void {
@@ -194,6 +207,12 @@ class Link {
   #replied = 0;
   /** A subscriber (replies are pushes), or a stream we could not parse: passed through, never cut. */
   #opaque = false;
+  /**
+   * A subscriber's replies are still cut into whole frames (until a frame cannot be parsed), so
+   * losing held pushes loses whole wake-up messages and keeps the (un)subscribe confirmations the
+   * client's command queue waits for: losing those, or half a frame, broke the connection itself.
+   */
+  #framedDown = true;
   /** The command number whose reply is swallowed; later commands are never forwarded. */
   #cutAt = 0;
   readonly #proxy: ProxyCore;
@@ -234,12 +253,17 @@ class Link {
   }
 
   fromServer(chunk: Buffer): void {
-    if (this.#opaque) return this.down.push(chunk);
+    if (this.#opaque && !this.#framedDown) return this.down.push(chunk);
     let frames: Buffer[];
     try {
       frames = this.#replies.push(chunk);
     } catch {
+      this.#framedDown = false;
       this.#goOpaque(this.#replies.pending, this.down);
+      return;
+    }
+    if (this.#opaque) {
+      for (const frame of frames) this.down.push(frame);
       return;
     }
     for (const frame of frames) {
@@ -391,7 +415,7 @@ export async function startRespProxy(target: HostPort, name: string, catalog = n
       core.pushesHeld = false;
       for (const link of core.links) {
         if (!link.opaque) continue;
-        if (mode === "lose") link.down.discardHeld();
+        if (mode === "lose") link.down.discardHeld(isMessage);
         link.down.release();
       }
     },

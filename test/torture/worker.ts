@@ -13,7 +13,7 @@ import { monoMs } from "./clock.js";
 import { Executor, type ExecEnv } from "./executor.js";
 import { errorInfo } from "./history.js";
 import type { ClientSpec, FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
-import { nextOp, widen, type PlanScope } from "./plan.js";
+import { joinAcross, nextOp, widen, type PlanScope } from "./plan.js";
 import { deriveSeed, Rng } from "./prng.js";
 import { LeaseWatch, Recorder } from "./recorder.js";
 
@@ -157,7 +157,8 @@ class Worker {
     const flows = Promise.all(Array.from({ length: this.#config.flows }, async (_, f) => {
       const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
       const multi = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "multi"));
-      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(widen(nextOp(rng, scope), multi, scope));
+      const joins = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "join"));
+      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(joinAcross(widen(nextOp(rng, scope), multi, scope), joins));
     }));
     // Every operation ends within a few seconds of the stop (bounded waits, short sections) unless
     // something never settles: then close the instances, which rejects what still waits.
