@@ -146,7 +146,9 @@ export type FaultKind =
   /** Wake-up messages (pub/sub pushes) held, then delivered late or lost; commands pass. */
   | "wakeups"
   /** One command connection's requests (a refresh, a renewal) held, then delivered late. */
-  | "stall";
+  | "stall"
+  /** Both on one node, the stall ending first: a grant heard of after it lapsed. */
+  | "late-wakeup";
 
 /** The nemesis acted. `dataLoss`: the fault can make a server forget acknowledged writes. */
 export interface FaultEvent extends Stamp {

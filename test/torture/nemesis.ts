@@ -25,7 +25,14 @@ export type Fault =
   | { readonly kind: "cut"; readonly node: NodeRef | "all"; readonly classes: readonly FaultClass[]; readonly withinMs: number }
   | { readonly kind: "failover" }
   | { readonly kind: "wakeups"; readonly node: NodeRef | "all"; readonly ms: number; readonly heal: "deliver" | "lose" }
-  | { readonly kind: "stall"; readonly node: NodeRef; readonly ms: number; readonly pick: number };
+  | { readonly kind: "stall"; readonly node: NodeRef; readonly ms: number; readonly pick: number }
+  /**
+   * Both at once on one node: wake-ups held and one command connection stalled for `stallMs`;
+   * the stall ends first, the wake-ups `lateMs` later. A waiter on that connection granted
+   * meanwhile hears neither the grant nor a refresh while the grant lasts, its refreshes run after
+   * it lapsed (the lock's hash, counter and all, gone with it), and the announcement comes last.
+   */
+  | { readonly kind: "late-wakeup"; readonly node: NodeRef; readonly stallMs: number; readonly lateMs: number; readonly pick: number; readonly heal: "deliver" | "lose" };
 
 export interface ScheduledFault {
   readonly at: number;
@@ -50,7 +57,7 @@ export function planFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   const ttl = scope.maxTtlMs;
   const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
   const anyNode = (): NodeRef | "all" => (rng.chance(0.3) ? "all" : node());
-  const weights: [Exclude<FaultKind, "wakeups" | "stall">, number][] = [
+  const weights: [Exclude<FaultKind, "wakeups" | "stall" | "late-wakeup">, number][] = [
     ["cut", 26], ["latency", 18], ["pause-worker", 10], ["reset", 7], ["blackhole", 12],
     ["pause-node", 8], ["kill-node", 6], ["failover", scope.deployment === "sentinel" ? 4 : 0],
   ];
@@ -98,17 +105,33 @@ const WAKEUP_MEAN_GAP_MS = 1_500;
 
 /**
  * A second schedule, from a PRNG of its own (so the seeds recorded before it keep their first
- * schedule): wake-up messages held and delivered late or lost, and one command connection
- * stalled while its waiter's grant lapses (issue 24: a grant learned of late).
+ * schedule): wake-up messages held and delivered late or lost, one command connection stalled,
+ * and both at once with the stall ending first (issue 24: a grant learned of after it lapsed).
+ * The compound fault's stall is drawn around a grant's life (at most the waiter's ttl, 300 ms to
+ * `maxTtlMs` here), so that its end falls now before, now after the grant lapsed; its wake-ups
+ * stay held long enough for another waiter's refresh to find the lock free and take it.
  */
 export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   const out: ScheduledFault[] = [];
   const ttl = scope.maxTtlMs;
   const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
   for (let at = rng.exponential(WAKEUP_MEAN_GAP_MS); at < scope.durationMs; at += rng.exponential(WAKEUP_MEAN_GAP_MS)) {
-    const fault: Fault = rng.chance(0.5)
-      ? { kind: "wakeups", node: rng.chance(0.3) ? "all" : node(), ms: rng.int(50, 2 * ttl), heal: rng.chance(0.6) ? "deliver" : "lose" }
-      : { kind: "stall", node: node(), ms: rng.int(100, 2 * ttl), pick: rng.int(0, 1_000) };
+    const kind = rng.weighted([["wakeups", 3], ["stall", 3], ["late-wakeup", 4]] as const);
+    let fault: Fault;
+    switch (kind) {
+      case "wakeups":
+        fault = { kind, node: rng.chance(0.3) ? "all" : node(), ms: rng.int(50, 2 * ttl), heal: rng.chance(0.6) ? "deliver" : "lose" };
+        break;
+      case "stall":
+        fault = { kind, node: node(), ms: rng.int(100, 2 * ttl), pick: rng.int(0, 1_000) };
+        break;
+      case "late-wakeup":
+        fault = {
+          kind, node: node(), stallMs: rng.int(300, Math.round(1.7 * ttl)), lateMs: rng.int(100, ttl),
+          pick: rng.int(0, 1_000), heal: rng.chance(0.8) ? "deliver" : "lose",
+        };
+        break;
+    }
     out.push({ at: Math.round(at), fault });
   }
   return out;
@@ -134,6 +157,18 @@ export class Nemesis {
   readonly #running = new Set<Promise<void>>();
   readonly #down = new Set<DataNode>();
   readonly #pausedWorkers = new Set<number>();
+  /** Nodes whose wake-ups a fault holds now. */
+  readonly #pushesHeld = new Set<DataNode>();
+
+  #holdPushes(n: DataNode): void {
+    this.#pushesHeld.add(n);
+    n.proxy.holdPushes();
+  }
+
+  #releasePushes(n: DataNode, heal: "deliver" | "lose"): void {
+    this.#pushesHeld.delete(n);
+    n.proxy.releasePushes(heal);
+  }
   #stopped = false;
   /** Faults carried out and skipped, for the report. */
   readonly counts: Record<string, number> = {};
@@ -310,13 +345,18 @@ export class Nemesis {
         return;
       }
       case "wakeups": {
-        const nodes = await this.#nodes(f.node);
+        const nodes = (await this.#nodes(f.node)).filter((n) => !this.#pushesHeld.has(n));
+        // One hold of a node's wake-ups at a time: an earlier one's end would release a later one's.
+        if (nodes.length === 0) return this.#emit(f.kind, "skip", String(f.node));
         const name = f.node === "all" ? "all" : nodes[0]?.name ?? "?";
+        for (const n of nodes) this.#holdPushes(n);
         this.#emit(f.kind, "start", name, { ms: f.ms, heal: f.heal });
-        for (const n of nodes) n.proxy.holdPushes();
-        await sleep(f.ms);
-        for (const n of nodes) n.proxy.releasePushes(f.heal);
-        this.#emit(f.kind, "end", name, { heal: f.heal });
+        try {
+          await sleep(f.ms);
+        } finally {
+          for (const n of nodes) this.#releasePushes(n, f.heal);
+          this.#emit(f.kind, "end", name, { heal: f.heal });
+        }
         return;
       }
       case "stall": {
@@ -329,6 +369,25 @@ export class Nemesis {
         } finally {
           n.proxy.unstall();
           this.#emit(f.kind, "end", n.name);
+        }
+        return;
+      }
+      case "late-wakeup": {
+        const n = await this.#node(f.node);
+        if (!n || this.#pushesHeld.has(n)) return this.#emit(f.kind, "skip", n?.name ?? String(f.node));
+        const connection = n.proxy.stall(f.pick);
+        if (connection === null) return this.#emit(f.kind, "skip", n.name);
+        this.#holdPushes(n);
+        this.#emit(f.kind, "start", n.name, { stallMs: f.stallMs, lateMs: f.lateMs, heal: f.heal, connection });
+        try {
+          await sleep(f.stallMs);
+          n.proxy.unstall();
+          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: connection ${connection} unstalled, wake-ups still held` });
+          await sleep(f.lateMs);
+        } finally {
+          n.proxy.unstall();
+          this.#releasePushes(n, f.heal);
+          this.#emit(f.kind, "end", n.name, { heal: f.heal });
         }
         return;
       }
