@@ -114,6 +114,7 @@ export class Executor {
       if (a.signalMs !== undefined) args.signalMs = a.signalMs;
     }
     if (a.owner !== undefined) args.owner = a.owner;
+    if (s.target.prim === "mutex" && s.target.with !== undefined) args.with = s.target.with;
     const waitMs = a.how === "tryAcquire" ? 0 : Math.min(a.timeout ?? Infinity, a.signalMs ?? Infinity);
     const boundMs = waitMs === Infinity ? null : waitMs + env.slackMs;
 
