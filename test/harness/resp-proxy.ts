@@ -66,6 +66,17 @@ export interface RespProxy extends HostPort {
   /** Delivers what the stalled connection sent meanwhile, and lets it pass again. */
   unstall(): void;
   /**
+   * Stalls the command connection that most recently sent `text` (a waiter's ticket id, which
+   * its acquire and refreshes carry), as stall() does; names it, or null if none did (among the
+   * last few commands of each connection) or a stall is under way.
+   */
+  stallSender(text: string): string | null;
+  /**
+   * Calls `listener` with each pub/sub message a subscriber connection receives (as it reaches
+   * the proxy, held or not): the payload's text. Returns the function that stops it.
+   */
+  onMessage(listener: (payload: string) => void): () => void;
+  /**
    * Arms a one-shot cut: the next command matching `rule` on a non-subscriber connection is
    * forwarded, its reply swallowed and the client reset. Resolves with what was cut, or null if
    * nothing matched within `withinMs` (or the proxy closed).
@@ -79,6 +90,8 @@ export interface RespProxy extends HostPort {
 type Item = Buffer | "end" | "reset" | (() => void);
 
 const SUBSCRIBING = new Set(["SUBSCRIBE", "SSUBSCRIBE", "PSUBSCRIBE"]);
+/** Commands each connection remembers for stallSender(). */
+const RECENT_COMMANDS = 32;
 
 /** One direction of one connection: delivers items in order, each no earlier than its due time. */
 class Lane {
@@ -225,6 +238,9 @@ class Link {
     this.down = new Lane(client, () => proxy.downMs, () => proxy.blackholed || (this.#opaque && proxy.pushesHeld));
   }
 
+  /** The last commands sent (latin1 text), newest last: to find the connection a ticket is refreshed on. */
+  readonly recent: { readonly seq: number; readonly text: string }[] = [];
+
   /** A subscriber connection (or one the proxy could not parse). */
   get opaque(): boolean {
     return this.#opaque;
@@ -242,6 +258,8 @@ class Link {
     for (const frame of frames) {
       if (this.#cutAt > 0) continue; // after a cut nothing more reaches Redis on this connection
       const info = this.#proxy.catalog.describe(frame);
+      this.recent.push({ seq: this.#proxy.sent++, text: frame.toString("latin1") });
+      if (this.recent.length > RECENT_COMMANDS) this.recent.shift();
       this.#forwarded++;
       this.up.push(frame);
       if (SUBSCRIBING.has(info.command)) {
@@ -263,7 +281,10 @@ class Link {
       return;
     }
     if (this.#opaque) {
-      for (const frame of frames) this.down.push(frame);
+      for (const frame of frames) {
+        if (isMessage(frame)) this.#proxy.heard(frame);
+        this.down.push(frame);
+      }
       return;
     }
     for (const frame of frames) {
@@ -304,6 +325,18 @@ class ProxyCore {
   pushesHeld = false;
   stalled: Link | undefined;
   readonly links = new Set<Link>();
+  readonly messageListeners = new Set<(payload: string) => void>();
+  /** Commands forwarded on every link so far (orders Link.recent across links). */
+  sent = 0;
+
+  /** A pub/sub message reached a subscriber link: its payload (the last bulk string) to the listeners. */
+  heard(frame: Buffer): void {
+    if (this.messageListeners.size === 0) return;
+    const text = frame.toString("latin1");
+    const body = text.slice(0, -2);
+    const payload = body.slice(body.lastIndexOf("\r\n") + 2);
+    for (const l of [...this.messageListeners]) l(payload);
+  }
   readonly #armed: Armed[] = [];
 
   constructor(name: string, catalog: ScriptCatalog) {
@@ -425,6 +458,30 @@ export async function startRespProxy(target: HostPort, name: string, catalog = n
       if (!link || core.stalled) return null;
       core.stalled = link;
       return `${link.client.remotePort ?? "?"}`;
+    },
+    stallSender(text) {
+      if (core.stalled) return null;
+      // Of the connections that sent it, the one whose last such command is newest.
+      let link: Link | undefined;
+      let newest = -1;
+      for (const l of core.links) {
+        if (l.opaque || l.client.destroyed) continue;
+        for (let i = l.recent.length - 1; i >= 0; i--) {
+          const sent = l.recent[i] as { seq: number; text: string };
+          if (sent.seq <= newest) break;
+          if (!sent.text.includes(text)) continue;
+          link = l;
+          newest = sent.seq;
+          break;
+        }
+      }
+      if (!link) return null;
+      core.stalled = link;
+      return `${link.client.remotePort ?? "?"}`;
+    },
+    onMessage(listener) {
+      core.messageListeners.add(listener);
+      return () => core.messageListeners.delete(listener);
     },
     unstall() {
       const link = core.stalled;

@@ -27,12 +27,13 @@ export type Fault =
   | { readonly kind: "wakeups"; readonly node: NodeRef | "all"; readonly ms: number; readonly heal: "deliver" | "lose" }
   | { readonly kind: "stall"; readonly node: NodeRef; readonly ms: number; readonly pick: number }
   /**
-   * Both at once on one node: wake-ups held and one command connection stalled for `stallMs`;
-   * the stall ends first, the wake-ups `lateMs` later. A waiter on that connection granted
-   * meanwhile hears neither the grant nor a refresh while the grant lasts, its refreshes run after
-   * it lapsed (the lock's hash, counter and all, gone with it), and the announcement comes last.
+   * A grant heard of after it lapsed: one node's wake-ups held (up to `withinMs`) until a release
+   * grants a lock to a waiter; that waiter's command connection (the one its ticket was last sent
+   * on) then stalls until `afterMs` past the grant's PTTL, so that no refresh of it runs while the
+   * grant lasts and the next ones run after it lapsed (the lock's hash, counter and all, gone with
+   * it); the wake-ups, the announcement among them, come `lateMs` after that, or are lost.
    */
-  | { readonly kind: "late-wakeup"; readonly node: NodeRef; readonly stallMs: number; readonly lateMs: number; readonly pick: number; readonly heal: "deliver" | "lose" };
+  | { readonly kind: "late-wakeup"; readonly node: NodeRef; readonly withinMs: number; readonly afterMs: number; readonly lateMs: number; readonly heal: "deliver" | "lose" };
 
 export interface ScheduledFault {
   readonly at: number;
@@ -106,10 +107,9 @@ const WAKEUP_MEAN_GAP_MS = 1_500;
 /**
  * A second schedule, from a PRNG of its own (so the seeds recorded before it keep their first
  * schedule): wake-up messages held and delivered late or lost, one command connection stalled,
- * and both at once with the stall ending first (issue 24: a grant learned of after it lapsed).
- * The compound fault's stall is drawn around a grant's life (at most the waiter's ttl, 300 ms to
- * `maxTtlMs` here), so that its end falls now before, now after the grant lapsed; its wake-ups
- * stay held long enough for another waiter's refresh to find the lock free and take it.
+ * and both at once, aimed at a granted waiter, with the stall ending first (issue 24: a grant
+ * learned of after it lapsed): the wake-ups stay held long enough after the stall for another
+ * waiter's refresh to find the lock free and take it.
  */
 export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   const out: ScheduledFault[] = [];
@@ -127,8 +127,8 @@ export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[
         break;
       case "late-wakeup":
         fault = {
-          kind, node: node(), stallMs: rng.int(300, Math.round(1.7 * ttl)), lateMs: rng.int(100, ttl),
-          pick: rng.int(0, 1_000), heal: rng.chance(0.8) ? "deliver" : "lose",
+          kind, node: node(), withinMs: rng.int(500, 2 * ttl), afterMs: rng.int(0, 300), lateMs: rng.int(200, ttl),
+          heal: rng.chance(0.8) ? "deliver" : "lose",
         };
         break;
     }
@@ -375,17 +375,34 @@ export class Nemesis {
       case "late-wakeup": {
         const n = await this.#node(f.node);
         if (!n || this.#pushesHeld.has(n)) return this.#emit(f.kind, "skip", n?.name ?? String(f.node));
-        const connection = n.proxy.stall(f.pick);
-        if (connection === null) return this.#emit(f.kind, "skip", n.name);
         this.#holdPushes(n);
-        this.#emit(f.kind, "start", n.name, { stallMs: f.stallMs, lateMs: f.lateMs, heal: f.heal, connection });
+        this.#emit(f.kind, "start", n.name, { withinMs: f.withinMs, afterMs: f.afterMs, lateMs: f.lateMs, heal: f.heal });
+        let stop = (): void => {};
         try {
-          await sleep(f.stallMs);
-          n.proxy.unstall();
-          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: connection ${connection} unstalled, wake-ups still held` });
+          // The first grant heard whose waiter's connection can be stalled: "g <ticket> <token> <pttl>".
+          const grant = await new Promise<{ ticket: string; pttl: number; connection: string } | undefined>((resolve) => {
+            const timer = setTimeout(() => resolve(undefined), f.withinMs);
+            stop = n.proxy.onMessage((payload) => {
+              const [kind, ticket, , pttl] = payload.split(" ");
+              if (this.#stopped || kind !== "g" || ticket === undefined || pttl === undefined) return;
+              const connection = n.proxy.stallSender(ticket);
+              if (connection === null) return;
+              clearTimeout(timer);
+              resolve({ ticket, pttl: Number(pttl), connection });
+            });
+          });
+          stop();
+          if (!grant) return;
+          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: ticket ${grant.ticket} granted for ${grant.pttl} ms; connection ${grant.connection} stalled` });
+          try {
+            await sleep(grant.pttl + f.afterMs);
+          } finally {
+            n.proxy.unstall();
+          }
+          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: connection ${grant.connection} unstalled, wake-ups still held` });
           await sleep(f.lateMs);
         } finally {
-          n.proxy.unstall();
+          stop();
           this.#releasePushes(n, f.heal);
           this.#emit(f.kind, "end", n.name, { heal: f.heal });
         }
