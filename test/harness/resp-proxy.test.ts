@@ -208,5 +208,30 @@ describe("RESP proxy against a real redis-server", () => {
     assert.deepEqual(results.slice().sort(), [1, 1, 2]);
     assert.equal(await server.command("GET", key), "2");
   });
+  it("stallSender stalls the connection that last sent a text, and onMessage reports each message as it arrives", async () => {
+    proxy = await startRespProxy(server, "p");
+    const one = client(true);
+    const other = client(true);
+    const sub = client(true);
+    await sub.subscribe("w");
+    await one.set("ticket-a", "1");
+    await other.set("ticket-b", "1");
+    const payloads: string[] = [];
+    const stop = proxy.onMessage((p) => payloads.push(p));
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "g ticket-b 7 900");
+    await eventually(() => payloads.length === 1, 2_000);
+    assert.deepEqual(payloads, ["g ticket-b 7 900"], "heard while held");
+    stop();
+    assert.notEqual(proxy.stallSender("ticket-b"), null);
+    assert.equal(await within(2_000, one.incr("passes")), 1, "the other connection passes");
+    const held = other.incr("held");
+    await quietFor(50);
+    assert.equal(await server.command("GET", "held"), null, "the sender of ticket-b is stalled");
+    assert.equal(proxy.stallSender("ticket-a"), null, "one stall at a time");
+    proxy.unstall();
+    assert.equal(await within(2_000, held), 1);
+    proxy.releasePushes("deliver");
+  });
 });
 
