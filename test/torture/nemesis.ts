@@ -127,8 +127,11 @@ export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[
         break;
       case "late-wakeup":
         fault = {
-          kind, node: node(), withinMs: rng.int(500, 2 * ttl), afterMs: rng.int(0, 300), lateMs: rng.int(200, ttl),
-          heal: rng.chance(0.8) ? "deliver" : "lose",
+          // The stall ends right after the grant lapsed, before the next waiter's refresh finds
+          // the lock free; the announcement arrives while the refresh the waiter sent last before
+          // that (a third of its ticket lease after the previous one) could still vouch for it.
+          kind, node: node(), withinMs: rng.int(500, 2 * ttl), afterMs: rng.int(0, 50), lateMs: rng.int(50, 600),
+          heal: rng.chance(0.9) ? "deliver" : "lose",
         };
         break;
     }

@@ -226,17 +226,25 @@ function withKey(s: Section, key: string, other: string): Section {
 
 /**
  * Owner joins across a multiLock and a mutex of its first key (issue 24, overlap 2): some
- * top-level sections on a mutex key `k` (widened to a multiLock of `k` and another, or not) take
- * the one owner `own-k-0`, so a multiLock of [k, x] founded in one process is joined by a mutex
- * of `k` and by the same multiLock in others; such a mutex often extends its hold at once to a
- * few seconds, so that `k` outlives `x` by far and a joiner learns of both. Drawn from a PRNG of
- * its own after `widen`, so what the other PRNGs plan stays the same.
+ * top-level sections on a mutex key `k` take the one owner `own-k-0`; a multiLock among them
+ * (from `widen`) is of `k` and the key after it, always the same pair, so that one founded in one
+ * process is joined by the same multiLock in others and by a mutex of `k`; such a mutex often
+ * extends its hold at once to a few seconds, so that `k` outlives the pair's other key by far
+ * while a joiner learns of both. Drawn from a PRNG of its own after `widen`, so what the other
+ * PRNGs plan stays the same.
  */
-export function joinAcross(op: Op, rng: Rng): Op {
-  if (op.op !== "section" || op.section.target.prim !== "mutex" || op.section.acquire.owner !== undefined || !rng.chance(0.3)) return op;
+export function joinAcross(op: Op, rng: Rng, scope: PlanScope): Op {
+  if (op.op !== "section" || op.section.target.prim !== "mutex" || op.section.acquire.owner !== undefined) return op;
   const s = op.section;
-  const owner = `own-${s.target.key}-0`;
+  const key = s.target.key;
   const multi = s.target.prim === "mutex" && s.target.with !== undefined;
-  const steps: readonly Step[] = !multi && rng.chance(0.5) ? [{ do: "extend", ttl: rng.int(3_000, 8_000) }, ...s.steps] : s.steps;
-  return { op: "section", section: { ...s, acquire: { ...s.acquire, owner }, steps } };
+  if (!rng.chance(multi ? 0.6 : 0.3)) return op;
+  const acquire = { ...s.acquire, owner: `own-${key}-0` };
+  if (multi) {
+    const keys = mutexKeys(scope);
+    const partner = keys[(keys.indexOf(key) + 1) % keys.length] as string;
+    return { op: "section", section: { ...withKey(s, key, partner), acquire } };
+  }
+  const steps: readonly Step[] = rng.chance(0.6) ? [{ do: "extend", ttl: rng.int(3_000, 8_000) }, ...s.steps] : s.steps;
+  return { op: "section", section: { ...s, acquire, steps } };
 }

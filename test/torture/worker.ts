@@ -158,7 +158,7 @@ class Worker {
       const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
       const multi = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "multi"));
       const joins = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "join"));
-      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(joinAcross(widen(nextOp(rng, scope), multi, scope), joins));
+      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(joinAcross(widen(nextOp(rng, scope), multi, scope), joins, scope));
     }));
     // Every operation ends within a few seconds of the stop (bounded waits, short sections) unless
     // something never settles: then close the instances, which rejects what still waits.
