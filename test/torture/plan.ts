@@ -239,8 +239,11 @@ export function joinAcross(op: Op, rng: Rng, scope: PlanScope): Op {
   const key = s.target.key;
   const multi = s.target.prim === "mutex" && s.target.with !== undefined;
   if (!rng.chance(multi ? 0.6 : 0.3)) return op;
-  const acquire = { ...s.acquire, owner: `own-${key}-0` };
+  const acquire: AcquireHow = { ...s.acquire, owner: `own-${key}-0` };
   if (multi) {
+    // A multiLock founds its hold only with both keys free at once, which the mutex traffic on
+    // them rarely leaves (most timed out): it waits long, and the others then join at once.
+    if (acquire.how !== "tryAcquire") Object.assign(acquire, { timeout: rng.int(3_000, 8_000) });
     const keys = mutexKeys(scope);
     const partner = keys[(keys.indexOf(key) + 1) % keys.length] as string;
     return { op: "section", section: { ...withKey(s, key, partner), acquire } };
