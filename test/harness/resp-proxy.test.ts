@@ -217,11 +217,11 @@ describe("RESP proxy against a real redis-server", () => {
     await one.set("ticket-a", "1");
     await other.set("ticket-b", "1");
     const payloads: string[] = [];
-    const stop = proxy.onMessage((p) => payloads.push(p));
+    const stop = proxy.onMessage((p, channel) => payloads.push(`${channel}: ${p}`));
     proxy.holdPushes();
     await server.command("PUBLISH", "w", "g ticket-b 7 900");
     await eventually(() => payloads.length === 1, 2_000);
-    assert.deepEqual(payloads, ["g ticket-b 7 900"], "heard while held");
+    assert.deepEqual(payloads, ["w: g ticket-b 7 900"], "heard while held");
     stop();
     assert.notEqual(proxy.stallSender("ticket-b"), null);
     assert.equal(await within(2_000, one.incr("passes")), 1, "the other connection passes");

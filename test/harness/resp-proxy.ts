@@ -73,9 +73,9 @@ export interface RespProxy extends HostPort {
   stallSender(text: string): string | null;
   /**
    * Calls `listener` with each pub/sub message a subscriber connection receives (as it reaches
-   * the proxy, held or not): the payload's text. Returns the function that stops it.
+   * the proxy, held or not): the payload's text and the channel. Returns the function that stops it.
    */
-  onMessage(listener: (payload: string) => void): () => void;
+  onMessage(listener: (payload: string, channel: string) => void): () => void;
   /**
    * Arms a one-shot cut: the next command matching `rule` on a non-subscriber connection is
    * forwarded, its reply swallowed and the client reset. Resolves with what was cut, or null if
@@ -325,17 +325,18 @@ class ProxyCore {
   pushesHeld = false;
   stalled: Link | undefined;
   readonly links = new Set<Link>();
-  readonly messageListeners = new Set<(payload: string) => void>();
+  readonly messageListeners = new Set<(payload: string, channel: string) => void>();
   /** Commands forwarded on every link so far (orders Link.recent across links). */
   sent = 0;
 
   /** A pub/sub message reached a subscriber link: its payload (the last bulk string) to the listeners. */
   heard(frame: Buffer): void {
     if (this.messageListeners.size === 0) return;
-    const text = frame.toString("latin1");
-    const body = text.slice(0, -2);
-    const payload = body.slice(body.lastIndexOf("\r\n") + 2);
-    for (const l of [...this.messageListeners]) l(payload);
+    // ["message" | "smessage", channel, payload]: header, then length and text of each.
+    const parts = frame.toString("latin1").split("\r\n");
+    const channel = parts[4] ?? "";
+    const payload = parts[6] ?? "";
+    for (const l of [...this.messageListeners]) l(payload, channel);
   }
   readonly #armed: Armed[] = [];
 

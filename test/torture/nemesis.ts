@@ -383,15 +383,16 @@ export class Nemesis {
         let stop = (): void => {};
         try {
           // The first grant heard whose waiter's connection can be stalled: "g <ticket> <token> <pttl>".
-          const grant = await new Promise<{ ticket: string; pttl: number; connection: string } | undefined>((resolve) => {
+          const grant = await new Promise<{ ticket: string; pttl: number; connection: string; lock: string } | undefined>((resolve) => {
             const timer = setTimeout(() => resolve(undefined), f.withinMs);
-            stop = n.proxy.onMessage((payload) => {
+            stop = n.proxy.onMessage((payload, channel) => {
               const [kind, ticket, , pttl] = payload.split(" ");
               if (this.#stopped || kind !== "g" || ticket === undefined || pttl === undefined) return;
               const connection = n.proxy.stallSender(ticket);
               if (connection === null) return;
               clearTimeout(timer);
-              resolve({ ticket, pttl: Number(pttl), connection });
+              // The lock's hash beside its channel: <prefix>:{key}:wake[:instance] -> <prefix>:{key}:lock.
+              resolve({ ticket, pttl: Number(pttl), connection, lock: channel.replace(/:wake(:[^:]*)?$/, ":lock") });
             });
           });
           stop();
@@ -403,7 +404,17 @@ export class Nemesis {
             n.proxy.unstall();
           }
           this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: connection ${grant.connection} unstalled, wake-ups still held` });
-          await sleep(f.lateMs);
+          // The announcement is worth most right after another waiter took the lock (which its
+          // refresh does once the grant lapsed): watch the server for a new holder, up to `lateMs`.
+          const until = performance.now() + f.lateMs;
+          while (performance.now() < until) {
+            const holder = await n.server.commandWithTimeout(500, "HGET", grant.lock, "h").catch(() => null);
+            if (holder !== null && holder !== grant.ticket) {
+              this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: ${grant.lock} taken by ${String(holder)}; wake-ups released` });
+              break;
+            }
+            await sleep(5);
+          }
         } finally {
           stop();
           this.#releasePushes(n, f.heal);

@@ -246,7 +246,10 @@ export function joinAcross(op: Op, rng: Rng, scope: PlanScope): Op {
     if (acquire.how !== "tryAcquire") Object.assign(acquire, { timeout: rng.int(3_000, 8_000) });
     const keys = mutexKeys(scope);
     const partner = keys[(keys.indexOf(key) + 1) % keys.length] as string;
-    return { op: "section", section: { ...withKey(s, key, partner), acquire } };
+    const joined = withKey(s, key, partner);
+    // Half of them stay a while: a joiner that outlives the hold's founder keeps the pair alone.
+    const steps: readonly Step[] = rng.chance(0.5) ? [...joined.steps, { do: "work", ms: rng.int(1_000, 3_000) }] : joined.steps;
+    return { op: "section", section: { ...joined, acquire, steps } };
   }
   const steps: readonly Step[] = rng.chance(0.6) ? [{ do: "extend", ttl: rng.int(3_000, 8_000) }, ...s.steps] : s.steps;
   return { op: "section", section: { ...s, acquire, steps } };
