@@ -52,7 +52,7 @@ describe("inspectKey and forceRelease", () => {
       assert.equal((await inspectKey(redis, key)).mutex, null);
 
       await held.release();
-      (await waiter).release();
+      await (await waiter).release();
       await reader.release();
       await permit.release();
     } finally {
@@ -66,7 +66,7 @@ describe("inspectKey and forceRelease", () => {
       const key = "admin-force";
       const stuck = await locks.mutex(key).acquire({ owner: "stuck" });
       const next = locks.mutex(key).acquire({ owner: "next", timeout: 10_000 });
-      const reader = await locks.readWriteLock(key).read().acquire();
+      const reader = await locks.readWriteLock(key).read().acquire({ owner: "reader" });
 
       assert.deepEqual(await forceRelease(redis, key, { kind: "semaphore" }), [], "a kind that is not held: nothing ended");
       const ended = await forceRelease(redis, key);
@@ -81,7 +81,7 @@ describe("inspectKey and forceRelease", () => {
       assert.equal((await inspectKey(redis, key)).rw?.holders.length, 1, "the read-write lock of the key was not touched");
 
       const readers = await forceRelease(redis, key, { kind: "rw" });
-      assert.deepEqual(readers.map((h) => h.mode), ["r"]);
+      assert.deepEqual(readers.map((h) => [h.mode, h.owner, h.fencingToken]), [["r", "reader", reader.fencingToken.toString()]]);
       await woken.release();
       await assertEveryKeyExpires(server);
     } finally {
