@@ -46,7 +46,8 @@ export function parseLeader(reply: unknown): LeaderReply | null {
     pttlMs: int("read-leader", reply, pttl),
     proclaimed: how !== 0,
     value: how === 1 ? text("read-leader", reply, value) : null,
-    seq: int("read-leader", reply, seq),
+    // Not yet proclaimed: no number (six elements).
+    seq: how === 0 ? 0 : int("read-leader", reply, seq),
   };
 }
 

@@ -2,14 +2,14 @@
 -- KEYS: lock
 -- ARGV:
 -- Invariant: read-only; a value is reported only for the hold that proclaimed it.
--- Returns {} when nobody holds the lock; else {owner, hold, token, pttl, proclaimed, value, seq}:
+-- Returns {} when nobody holds the lock; else {owner, hold, token, pttl, proclaimed, value}:
 -- `token` is the one the leader proclaimed (its lease's) or else the hold's own on this node,
--- as text; `proclaimed` 1 with a value, 2 proclaimed without one, 0 not yet proclaimed; `seq`
--- the number of the proclaim it shows (0 before any).
-local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v', 'vs')
+-- as text; `proclaimed` 1 with a value, 2 proclaimed without one, 0 not yet proclaimed.
+local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v')
 if not st[1] then return {} end
 local pttl = redis.call('PTTL', lock)
-if st[4] ~= st[2] then return {st[1], st[2], st[3], pttl, 0, '', 0} end
-local seq = tonumber(st[7]) or 0
+if st[4] ~= st[2] then return {st[1], st[2], st[3], pttl, 0, ''} end
+-- Proclaimed: one more element, the number of the proclaim it shows (`vs`, see proclaim.lua).
+local seq = tonumber(redis.call('HGET', lock, 'vs')) or 0
 if st[6] then return {st[1], st[2], st[5], pttl, 1, st[6], seq} end
 return {st[1], st[2], st[5], pttl, 2, '', seq}
