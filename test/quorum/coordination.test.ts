@@ -70,7 +70,7 @@ function cut(w: World, c: number, nodes: readonly number[]): () => Promise<void>
       const closed = new Promise<void>((resolve) => client.once("close", () => resolve()));
       link.dropAll();
       link.pass();
-      await within(5_000, `client ${c}'s connection to node ${n} to close`, closed);
+      await within(5_000, closed, `client ${c}'s connection to node ${n} to close`);
       await ready(client);
     }));
   };
@@ -98,7 +98,7 @@ void describe("quorum mode: coordination primitives survive one node cut off fro
       }
       // Each node counted two of the three (nodes at 1, 1, 1): "a majority at 0" would never hold.
       for (const n of w.nodes) assert.equal(await n.command("HGET", "surelock:latch:{q:latch}:state", "c"), "1");
-      const outcomes = await within(10_000, "every client's wait() to settle", opened);
+      const outcomes = await within(10_000, opened, "every client's wait() to settle");
       assert.deepEqual(outcomes.map((o) => o.status), w.locks.map(() => "fulfilled"));
       for (const l of w.locks) assert.equal(await l.latch("q:latch", { count: 3 }).count(), 0);
     } finally {
@@ -121,7 +121,7 @@ void describe("quorum mode: elections under one node cut off (3 nodes)", () => {
     try {
       const watcher = new Observed((w.locks[CLIENTS] as Surelock).election("q:e1"));
       const lead = (w.locks[0] as Surelock).election("q:e1");
-      const la = await within(5_000, "a's campaign", lead.campaign({ value: "a" }));
+      const la = await within(5_000, lead.campaign({ value: "a" }), "a's campaign");
       // Reaches nodes 1 and 2 only: node 0 still shows "a" (the first proclaim, seq 1).
       await cutOff(w, 0, () => lead.proclaim("a2"));
       assert.deepEqual(await Promise.all(w.nodes.map((n) => n.command("HGET", "surelock:election:{q:e1}:lock", "v"))), ["a", "a2", "a2"]);
@@ -139,7 +139,7 @@ void describe("quorum mode: elections under one node cut off (3 nodes)", () => {
       }
       await watcher.next((l) => l === null);
       // Cut off from node 2, b needs node 1, where a's hold stands until it expires.
-      const lb = await cutOff(w, 2, (l) => within(10_000, "b's campaign", l.election("q:e1").campaign({ value: "b" })));
+      const lb = await cutOff(w, 2, (l) => within(10_000, l.election("q:e1").campaign({ value: "b" }), "b's campaign"));
       assert.ok(lb.fencingToken > la.fencingToken);
       const seen = await (w.locks[CLIENTS] as Surelock).election("q:e1").leader();
       assert.deepEqual([seen?.owner, seen?.value], [lb.owner, "b"]);
@@ -154,10 +154,10 @@ void describe("quorum mode: elections under one node cut off (3 nodes)", () => {
   void it("no two leaders believed at once: a leader cut off from a majority has lost its lease when another is elected", async () => {
     const w = await world(3, CLIENTS, 1_500);
     try {
-      const la = await within(5_000, "a's campaign", (w.locks[0] as Surelock).election("q:e2").campaign({ value: "a" }));
+      const la = await within(5_000, (w.locks[0] as Surelock).election("q:e2").campaign({ value: "a" }), "a's campaign");
       const heal = cut(w, 0, [1, 2]);
       try {
-        const lb = await within(10_000, "b's campaign", (w.locks[1] as Surelock).election("q:e2").campaign({ value: "b" }));
+        const lb = await within(10_000, (w.locks[1] as Surelock).election("q:e2").campaign({ value: "b" }), "b's campaign");
         // b can win only once a's hold ran out on nodes 1 and 2, after a's own validity ended.
         assert.equal(la.held, false, "a still believed it led when b was elected");
         assert.ok(lb.held);
@@ -182,7 +182,7 @@ void describe("quorum mode: semaphores under a node cut off", () => {
     try {
       for (let c = 0; c < CLIENTS; c++) {
         await cutOff(w, c, async (l) => {
-          const permit = await within(5_000, `client ${c}'s permit`, l.semaphore("q:s1", { permits: 1 }).acquire({ timeout: 4_000 }));
+          const permit = await within(5_000, l.semaphore("q:s1", { permits: 1 }).acquire({ timeout: 4_000 }), `client ${c}'s permit`);
           assert.equal(await (w.locks[CLIENTS] as Surelock).semaphore("q:s1", { permits: 1 }).tryAcquire(), null);
           assert.ok((await usedOn(w, "q:s1")).every((u) => u <= 1));
           await permit.release();
@@ -221,7 +221,7 @@ void describe("quorum mode: semaphores under a node cut off", () => {
         // The others wait their turn: permits go to them until two are held, a third to nobody.
         for (const c of [0, 1, 2]) {
           if (holders.has(c) || held.length === 2) continue;
-          held.push(await within(5_000, `client ${c}'s permit`, sem(c).acquire({ timeout: 4_000 })));
+          held.push(await within(5_000, sem(c).acquire({ timeout: 4_000 }), `client ${c}'s permit`));
           holders.add(c);
         }
         assert.equal(held.length, 2);
