@@ -31,7 +31,7 @@ const h = {
   lost: (t: number, w: number, call: string): HistoryEvent => ({
     type: "fail", t, w, call, error: { name: "LockLostError", code: "ERR_SURELOCK_LOCK_LOST", reason: "expired", message: "lost" },
   }),
-  fault: (t: number, fault: "kill-node" | "cut" | "pause-worker" | "latency", phase: "start" | "end" | "hit", target: string,
+  fault: (t: number, fault: "kill-node" | "cut" | "pause-worker" | "latency" | "wakeups" | "late-wakeup", phase: "start" | "end" | "hit", target: string,
     o: { dataLoss?: boolean; detail?: Record<string, string | number | boolean | null> } = {}): HistoryEvent =>
     ({ type: "fault", t, w: -1, fault, phase, target, ...o }),
 };
@@ -316,6 +316,15 @@ describe("progress (a lock with waiters must change hands)", () => {
     // Without the multiLock's second key, b looks idle with a waiter for 20 s.
     const plain: HistoryEvent = { ...multi, keys: ["a"], tokens: ["10"] };
     assert.equal(checkProgress(buildModel(events.map((e) => (e === multi ? plain : e)))).length, 1);
+  });
+
+  it("idle time while wake-ups were held or lost (and for a ttl after) does not count", () => {
+    const slow = turns(40, 150);
+    const last = 40 * 170;
+    assert.deepEqual(checkProgress(buildModel([...slow, h.fault(0, "wakeups", "start", "redis"), h.fault(last - 900, "wakeups", "end", "redis")])), []);
+    assert.deepEqual(checkProgress(buildModel([...slow, h.fault(0, "late-wakeup", "start", "redis"), h.fault(last - 900, "late-wakeup", "end", "redis")])), []);
+    assert.equal(checkProgress(buildModel([...slow, h.fault(0, "wakeups", "start", "redis"), h.fault(400, "wakeups", "end", "redis")])).length, 1,
+      "long after the fault, slow handoffs count again");
   });
 
   it("a lost lease holds its lock for the longest ttl an extend() gave it", () => {

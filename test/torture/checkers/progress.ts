@@ -36,7 +36,11 @@ export interface ProgressFloor {
  * once a lock has been idle with waiters for 2 s in all (a 500 ms threshold flagged healthy runs
  * on a loaded 2-core machine at 504 to 1,200 ms of idle time; a collapse such as quorum mode's
  * 509 ms per holder change builds up seconds within a run); the grace after a fault is the longest
- * lease ttl in the run.
+ * lease ttl in the run. That covers the wake-up faults too: a waiter whose announcement or turn
+ * was held or lost hears of it from its next ticket refresh, a third of its ticket lease (at most
+ * its ttl) later; a stalled connection's holds and tickets lapse within their ttl once it passes
+ * again. (The proxy loses messages only, never a subscription's confirmation: losing those left a
+ * subscriber deaf until it reconnected, a stall of the harness, not of the lock.)
  */
 export function progressFloor(model: Model): ProgressFloor {
   let ttl = 0;
