@@ -626,9 +626,22 @@ export class EtcdStore implements NamedLockStore {
         modRevision = view.queue.find((q) => q.key === key)?.modRevision ?? modRevision;
       }
     } catch (error) {
-      this.#abandon(key, lease);
+      // A try (or a wait) that gave up takes its key out of the line before it answers, so that the
+      // caller's next try does not find its own stale place ahead of it; if that fails, in the background.
+      if (!(await this.#deleteNow(key, lease))) this.#abandon(key, lease);
       if (error instanceof SessionLost) throw this.#lost(req.name, error);
       throw error;
+    }
+  }
+
+  /** Deletes a waiter's key now (one bounded request); false when that could not be confirmed. */
+  async #deleteNow(key: string, lease: { own: boolean; signal: AbortSignal }): Promise<boolean> {
+    if (lease.own || lease.signal.aborted) return false;
+    try {
+      await this.#client.kv.deleteRange({ key: Buffer.from(key) }, bounded(this.#requestMs));
+      return true;
+    } catch {
+      return false;
     }
   }
 

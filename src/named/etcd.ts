@@ -1,0 +1,76 @@
+/**
+ * The etcd store behind the named-store engine. etcd takes a multi-lock one name at a time (in
+ * sorted order, one key and one token per name): this adapter makes the keys one hold, with the
+ * tokens in the user's order, one signal and the shortest validity of them.
+ */
+import type { EtcdStore } from "../etcd/store.js";
+import type { Held, HoldRef } from "../etcd/types.js";
+import type { NamedAcquire, NamedBackend, NamedHeld } from "./backend.js";
+
+interface EtcdNamedHeld extends NamedHeld {
+  /** One ref per name, in the user's order. */
+  readonly refs: readonly HoldRef[];
+}
+
+export class EtcdBackend implements NamedBackend {
+  readonly store = "etcd" as const;
+  readonly #store: EtcdStore;
+
+  constructor(store: EtcdStore) {
+    this.#store = store;
+  }
+
+  async acquire(r: NamedAcquire): Promise<NamedHeld> {
+    const base = {
+      mode: r.mode, hold: r.hold, entry: r.entry, owner: r.owner, reentry: r.reentry, timeoutMs: r.timeoutMs, signal: r.signal,
+      ...(r.leaseTimeMs === undefined ? {} : { leaseTimeMs: r.leaseTimeMs }),
+    };
+    let helds: Held[];
+    if (r.names.length === 1) {
+      helds = [await this.#store.acquire({ ...base, name: r.names[0]! })];
+    } else if (r.reentry.kind === "fresh") {
+      helds = await this.#store.acquireAll(r.names, base);
+    } else {
+      // A re-entry of a multi-lock: one more entry on each name's key, in sorted order, all or none.
+      helds = [];
+      try {
+        for (const name of [...r.names].sort()) helds.push(await this.#store.acquire({ ...base, name }));
+      } catch (error) {
+        await Promise.all(helds.map((h) => this.#store.release(h.ref, r.entry).catch(() => undefined)));
+        throw error;
+      }
+    }
+    const byName = new Map(helds.map((h) => [h.ref.name, h]));
+    const ordered = r.names.map((n) => byName.get(n)!);
+    const first = ordered[0]!;
+    const held: EtcdNamedHeld = {
+      status: ordered.every((h) => h.status === "entered") ? "entered" : first.status,
+      hold: first.ref.hold,
+      tokens: ordered.map((h) => h.ref.token),
+      refs: ordered.map((h) => h.ref),
+      signal: ordered.length === 1 ? first.signal : AbortSignal.any(ordered.map((h) => h.signal)),
+      heldUntil: () => Math.min(...ordered.map((h) => h.heldUntil())),
+    };
+    return held;
+  }
+
+  async release(held: NamedHeld, entry: string): Promise<"held" | "freed" | "gone"> {
+    const results = await Promise.all((held as EtcdNamedHeld).refs.map((ref) => this.#store.release(ref, entry)));
+    if (results.some((r) => r.status === "gone")) return "gone";
+    return results.every((r) => r.status === "freed") ? "freed" : "held";
+  }
+
+  async extend(held: NamedHeld, ttlMs: number): Promise<number> {
+    const untils = await Promise.all((held as EtcdNamedHeld).refs.map((ref) => this.#store.extend(ref, ttlMs)));
+    return Math.min(...untils);
+  }
+
+  async check(held: NamedHeld): Promise<boolean> {
+    const answers = await Promise.all((held as EtcdNamedHeld).refs.map((ref) => this.#store.check(ref)));
+    return answers.every(Boolean);
+  }
+
+  close(): Promise<void> {
+    return this.#store.close();
+  }
+}

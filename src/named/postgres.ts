@@ -1,0 +1,51 @@
+/** The PostgreSQL store behind the named-store engine: PostgresLocks waits and renews, PostgresStore answers. */
+import { PostgresLocks, type PgHeld } from "../postgres/locks.js";
+import type { PostgresStore } from "../postgres/store.js";
+import type { PgMode } from "../postgres/types.js";
+import type { NamedAcquire, NamedBackend, NamedHeld, NamedMode } from "./backend.js";
+
+const LETTER: Record<NamedMode["kind"], PgMode> = { mutex: "x", read: "r", write: "w", semaphore: "s" };
+
+interface PgNamedHeld extends NamedHeld {
+  readonly pg: PgHeld;
+}
+
+export class PostgresBackend implements NamedBackend {
+  readonly store = "postgres" as const;
+  readonly #store: PostgresStore;
+  readonly #locks: PostgresLocks;
+
+  constructor(store: PostgresStore, ttlMs: number) {
+    this.#store = store;
+    this.#locks = new PostgresLocks(store, { ttlMs });
+  }
+
+  async acquire(r: NamedAcquire): Promise<NamedHeld> {
+    const pg = await this.#locks.acquire({
+      names: r.names, hold: r.hold, owner: r.owner, mode: LETTER[r.mode.kind], reentry: r.reentry, entry: r.entry,
+      ...(r.mode.kind === "semaphore" ? { permits: r.mode.permits, limit: r.mode.limit } : {}),
+      ttlMs: r.ttlMs, ...(r.leaseTimeMs === undefined ? {} : { leaseTimeMs: r.leaseTimeMs }),
+      timeoutMs: r.timeoutMs, signal: r.signal,
+    });
+    const held: PgNamedHeld = { status: pg.status, hold: pg.ref.hold, tokens: pg.ref.tokens, signal: pg.signal, heldUntil: () => pg.heldUntil(), pg };
+    return held;
+  }
+
+  async release(held: NamedHeld, entry: string): Promise<"held" | "freed" | "gone"> {
+    return (await this.#locks.release((held as PgNamedHeld).pg, entry)).status;
+  }
+
+  extend(held: NamedHeld, ttlMs: number): Promise<number> {
+    return this.#locks.extend((held as PgNamedHeld).pg, ttlMs);
+  }
+
+  async check(held: NamedHeld): Promise<boolean> {
+    const { ref } = (held as PgNamedHeld).pg;
+    return (await this.#store.check(ref.names, ref.hold)).live;
+  }
+
+  async close(): Promise<void> {
+    this.#locks.close();
+    this.#store.close();
+  }
+}
