@@ -29,6 +29,7 @@ const COMMANDS = new Set(["SET", "DEL", "INCRBY", "DECRBY", "HSET", "HDEL", "HIN
 
 /** A client inside your own database transaction (a node-postgres `Client` or `PoolClient`). */
 export interface TransactionClient {
+  /** Runs one statement in the client's open transaction. */
   query(config: { text: string; values?: unknown[] }): Promise<unknown>;
 }
 

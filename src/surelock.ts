@@ -32,12 +32,17 @@ import { checkBoolean, checkKey, checkOptions, checkPositiveInt, checkPrefix, ch
 export type { RedisClient } from "./adapters/detect.js";
 export type { Clock } from "./clock.js";
 export type { StoreKind } from "./engine.js";
-export type { PgPool, PgPoolClient, PgQueryable, PgResult } from "./postgres/types.js";
+
+/** A node-postgres `Pool` as surelock uses it: it checks connections out and gives them back, never ends it. */
+export interface PostgresPool {
+  /** Checks a client out of the pool (node-postgres' `pool.connect()`). */
+  connect(): Promise<unknown>;
+}
 
 /** `SurelockOptions.postgres` with settings of its own: the pool, and where the store's tables live. */
 export interface PostgresOptions {
   /** A node-postgres `Pool` you made; surelock never ends it. */
-  readonly pool: PgPool;
+  readonly pool: PostgresPool;
   /** The schema of the store's tables and functions (default `"surelock"`). */
   readonly schema?: string;
   /** Create or update the schema on first use (default true); false: `surelock migrate --postgres` must have run. */
@@ -46,8 +51,11 @@ export interface PostgresOptions {
 
 /** An `etcd3` `Etcd3` client, as surelock uses it (its KV, lease and watch layers). */
 export interface EtcdClientLike {
+  /** The KV layer (ranges and transactions). */
   readonly kv: object;
+  /** The lease layer (grants, keep-alives, revokes). */
   readonly leaseClient: object;
+  /** A watch builder (waiters watch the key ahead of them). */
   watch(): unknown;
 }
 
@@ -63,7 +71,7 @@ export interface SurelockOptions {
    * leases on the database's clock, fencing checked in your own transactions (`guard().check`).
    * Surelock never ends the pool. See docs/api.md, Stores, for what each store offers.
    */
-  readonly postgres?: PgPool | PostgresOptions;
+  readonly postgres?: PostgresPool | PostgresOptions;
   /**
    * An `etcd3` `Etcd3` client: the locks live in etcd, under one session lease per Surelock kept
    * alive by its watchdog, fencing tokens are creation revisions. Surelock never closes the client.
@@ -179,7 +187,7 @@ export class Surelock {
     const keys = new KeySpace(this.prefix);
     if (store === "postgres") {
       const given = o.postgres as unknown;
-      const settings: Partial<PostgresOptions> = typeof (given as PgPool | null)?.connect === "function" ? { pool: given as PgPool }
+      const settings: Partial<PostgresOptions> = typeof (given as PostgresPool | null)?.connect === "function" ? { pool: given as PostgresPool }
         : checkOptions<PostgresOptions>("options.postgres", given, ["pool", "schema", "createSchema"]);
       if (typeof settings.pool?.connect !== "function") {
         throw new InvalidArgumentError("options.postgres", given, "a node-postgres Pool, or { pool, schema?, createSchema? }");
@@ -188,7 +196,7 @@ export class Surelock {
       // (kept for guard(): fences are checked in the user's transaction, not through the engine)
       try {
         pg = new PostgresStore({
-          pool: settings.pool, callTimeoutMs: timeoutMs, ...(pollMs === undefined ? {} : { pollMs }),
+          pool: settings.pool as PgPool, callTimeoutMs: timeoutMs, ...(pollMs === undefined ? {} : { pollMs }),
           ...(settings.schema === undefined ? {} : { schema: settings.schema }), ...(settings.createSchema === undefined ? {} : { createSchema: settings.createSchema }),
         });
       } catch (error) {

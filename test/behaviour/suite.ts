@@ -318,10 +318,12 @@ export function behaviour(world: World): void {
       assert.throws(() => new (world.surelock().constructor as typeof import("../../src/index.js").Surelock)({ ...mine, ...other } as never), InvalidArgumentError);
     });
 
-    it("what a store cannot offer is refused with a typed error naming it", () => {
+    it("what a store cannot offer is refused with a typed error naming it", async () => {
       const s = world.surelock();
       assert.equal(s.store, world.store);
-      if (world.store === "redis") return;
+      if (world.store === "redis") {
+        return assert.rejects(s.guard("res").check({ query: async () => ({}) }, 1n), UnsupportedError);
+      }
       const Surelock = s.constructor as typeof import("../../src/index.js").Surelock;
       assert.throws(() => new Surelock({ ...world.option(), replicas: { count: 1, timeout: 100 } }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.replicas");
       assert.throws(() => new Surelock({ ...world.option(), counterRetention: 600_000 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.counterRetention");
