@@ -106,7 +106,7 @@ export class EtcdStore implements NamedLockStore {
     throw new UnsupportedError(`the etcd store does not offer ${why}`);
   }
 
-  /** Changing a semaphore's limit: refused (see `require("setPermits")`). */
+  /** Changing a semaphore's limit: refused (see `require`, feature setPermits). */
   setPermits(name: string, limit: number): never {
     checkKey("name", name);
     checkPositiveInt("limit", limit, MAX_PERMITS);
