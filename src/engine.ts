@@ -89,3 +89,20 @@ export interface Engine {
   /** Changes a semaphore's stored limit (UnsupportedError where the store cannot). */
   setPermits(target: SharedTarget, limit: number): Promise<void>;
 }
+
+/** What a latch needs of its store: Redis's scripts and channel, or a named store's calls (src/named/latch.ts). */
+export interface LatchOps {
+  readonly clock: Clock;
+  /** Aborts when the Surelock is closed. */
+  readonly closed: AbortSignal;
+  /** The longest pause between two looks of a waiter that heard nothing, ms. */
+  readonly pollMs: number;
+  assertOpen(): void;
+  newId(): string;
+  /** Counts `id` down once; what is left, and whether this call counted. */
+  countDown(id: string): Promise<{ readonly left: number; readonly counted: boolean }>;
+  /** What is left of the count (the count itself for a latch the store does not have). */
+  read(): Promise<number>;
+  /** Calls `poke` when the latch may have opened; `ready` settles once listening (or failed: then the poll covers). */
+  listen(poke: () => void): { readonly ready: Promise<unknown>; release(): void };
+}

@@ -5,7 +5,7 @@
 import { Endpoint } from "./adapters/endpoint.js";
 import { toAdapter, type RedisClient } from "./adapters/detect.js";
 import { systemClock, type Clock } from "./clock.js";
-import type { Engine, StoreKind } from "./engine.js";
+import type { StoreKind } from "./engine.js";
 import { EtcdStore } from "./etcd/store.js";
 import { InvalidArgumentError, UnsupportedError } from "./errors.js";
 import { FencingGuard } from "./guard.js";
@@ -137,7 +137,7 @@ export class Surelock {
   readonly acquireTimeout: number;
   /** The Redis runtime (undefined on another store). */
   readonly #rt: Runtime | undefined;
-  readonly #engine: Engine & { close(): Promise<void> };
+  readonly #engine: Runtime | NamedEngine;
   #endpoints: readonly Endpoint[] = [];
   #closed: Promise<void> | undefined;
   /** The PostgreSQL store, for guards checked in the user's transaction. */
@@ -205,6 +205,7 @@ export class Surelock {
       this.#pg = pg;
       return new NamedEngine({
         backend: new PostgresBackend(pg, this.ttl), clock, keys, namePrefix: `${this.prefix}/`, acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs,
+        pollMs: pollMs ?? 1_000,
       });
     }
     let etcd: EtcdStore;
@@ -216,7 +217,9 @@ export class Surelock {
       throw renamed(error, "options.etcd");
     }
     // etcd's extend renews the session (a keep-alive) and checks the key: two requests at once.
-    return new NamedEngine({ backend: new EtcdBackend(etcd), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2 });
+    return new NamedEngine({
+      backend: new EtcdBackend(etcd), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2, pollMs: pollMs ?? 1_000,
+    });
   }
 
   /** The Redis runtime: single-node or quorum mode, as today. */
@@ -255,7 +258,7 @@ export class Surelock {
     return new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs });
   }
 
-  /** The Redis runtime, for what only Redis offers (elections, latches, Redis guards); UnsupportedError elsewhere. */
+  /** The Redis runtime, for what only Redis offers (elections, Redis guards); UnsupportedError elsewhere. */
   #redisOnly(what: string): Runtime {
     if (this.#rt) return this.#rt;
     throw new UnsupportedError(`${what} on ${this.store === "etcd" ? "etcd" : "PostgreSQL"} is not offered yet (see docs/api.md, Stores)`);
@@ -333,7 +336,7 @@ export class Surelock {
 
   /**
    * A countdown latch on `name` that opens after `count` count downs (stored with it: every caller
-   * must agree). Redis only for now (UnsupportedError on PostgreSQL and etcd).
+   * must agree; on etcd each caller's own count decides when it is open).
    */
   latch(name: string, options: LatchOptions): CountDownLatch {
     checkKey("name", name);
@@ -342,8 +345,8 @@ export class Surelock {
     const count = checkPositiveInt("options.count", o.count, 1_000_000);
     const ttl = o.ttl === undefined ? 3_600_000 : checkTtl("options.ttl", o.ttl);
     this.#engine.assertOpen();
-    const rt = this.#redisOnly("latch()");
-    return CountDownLatch._create(rt, name, count, ttl);
+    if (this.#engine instanceof NamedEngine) return CountDownLatch._createOn(this.#engine.latch(name, count, ttl), name, count, ttl);
+    return CountDownLatch._create(this.#redisOnly("latch()"), name, count, ttl);
   }
 
   /** Shorthand for `mutex(key).withLock(work, options)`. */

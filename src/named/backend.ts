@@ -53,8 +53,19 @@ export interface NamedHeld {
   heldUntil(): number;
 }
 
+/** A countdown latch by name: a set of ids counted down, open at `count` of them. */
+export interface NamedLatch {
+  /** Counts `id` down once (a replay counts once); ConflictError when the store keeps another count for it. */
+  countDown(name: string, id: string, count: number, ttlMs: number): Promise<{ readonly left: number; readonly counted: boolean }>;
+  /** What is left (the count itself for a latch the store does not have). */
+  read(name: string, count: number): Promise<number>;
+  /** Calls `poke` when the latch may have opened, until `release()`; `ready` settles once listening. */
+  listen(name: string, count: number, poke: () => void): { readonly ready: Promise<unknown>; release(): void };
+}
+
 export interface NamedBackend {
   readonly store: "postgres" | "etcd";
+  readonly latch: NamedLatch;
   acquire(request: NamedAcquire): Promise<NamedHeld>;
   /** Gives `entry` back: `held` (entries remain), `freed` (the hold ended), `gone` (it was not live). */
   release(held: NamedHeld, entry: string): Promise<"held" | "freed" | "gone">;

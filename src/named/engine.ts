@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../clock.js";
 import { widelyWatched } from "../deadline.js";
-import type { Engine, LockSpec, Obtain, ObtainResult } from "../engine.js";
+import type { Engine, LatchOps, LockSpec, Obtain, ObtainResult } from "../engine.js";
 import { ClosedError, ConflictError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError, type LockLostReason } from "../errors.js";
 import { Ids } from "../ids.js";
 import type { KeySpace } from "../keys.js";
@@ -28,6 +28,8 @@ export interface NamedEngineOptions {
   readonly acquireTimeoutMs: number;
   /** The longest a store call can take before it settles by itself, ms. */
   readonly callBoundMs: number;
+  /** The longest pause between two looks of a latch's waiter that heard nothing, ms. */
+  readonly pollMs: number;
 }
 
 /** A hold of the store, as this process's Hold: valid while the store vouches for it. */
@@ -88,6 +90,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
   readonly store: LeaseStore;
   readonly #backend: NamedBackend;
   readonly #prefix: string;
+  readonly #pollMs: number;
   readonly #closer = widelyWatched();
   /** This process's holds by hold id, so that re-entries share one Hold. */
   readonly #holds = new Map<string, NamedHold>();
@@ -99,6 +102,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
     this.keys = o.keys;
     this.clock = o.clock;
     this.#prefix = o.namePrefix;
+    this.#pollMs = o.pollMs;
     this.acquireTimeoutMs = o.acquireTimeoutMs;
     this.callBoundMs = o.callBoundMs;
     this.store = {
@@ -190,6 +194,25 @@ export class NamedEngine implements Engine, LeaseRuntime {
       this.#holds.set(held.hold, h);
     }
     return { lease: Lease._create(h, entry, this), entered: held.status === "entered", attempts: 1 };
+  }
+
+  /** A countdown latch on the store, named in a space of its own. */
+  latch(key: string, count: number, ttlMs: number): LatchOps {
+    const name = `${this.#prefix}latch/${key}`;
+    const latch = this.#backend.latch;
+    const about = (error: unknown): never => {
+      throw error instanceof ConflictError ? new ConflictError(key, error.message) : error;
+    };
+    return {
+      clock: this.clock,
+      closed: this.#closer.signal,
+      pollMs: this.#pollMs,
+      assertOpen: () => this.assertOpen(),
+      newId: () => this.ids.id(),
+      countDown: (id) => latch.countDown(name, id, count, ttlMs).catch(about),
+      read: () => latch.read(name, count).catch(about),
+      listen: (poke) => latch.listen(name, count, poke),
+    };
   }
 
   setPermits(_target: SharedTarget, _limit: number): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import type { EtcdStore } from "../etcd/store.js";
 import type { Held, HoldRef } from "../etcd/types.js";
-import type { NamedAcquire, NamedBackend, NamedHeld } from "./backend.js";
+import type { NamedAcquire, NamedBackend, NamedHeld, NamedLatch } from "./backend.js";
 
 interface EtcdNamedHeld extends NamedHeld {
   /** One ref per name, in the user's order. */
@@ -16,8 +16,26 @@ export class EtcdBackend implements NamedBackend {
   readonly store = "etcd" as const;
   readonly #store: EtcdStore;
 
+  /** etcd keeps no count with a latch: every caller brings its own, and the latch is open at that many ids. */
+  readonly latch: NamedLatch;
+
   constructor(store: EtcdStore) {
     this.#store = store;
+    this.latch = {
+      async countDown(name, id, count, ttl) {
+        const counted = await store.countDown(name, id, ttl);
+        return { left: (await store.readLatch(name, count)).remaining, counted };
+      },
+      async read(name, count) {
+        return (await store.readLatch(name, count)).remaining;
+      },
+      listen(name, count, poke) {
+        // The store's own wait watches the latch's keys from a revision on; its end is the poke.
+        const controller = new AbortController();
+        store.awaitLatch(name, count, Infinity, controller.signal).then(poke, () => {});
+        return { ready: Promise.resolve(), release: () => controller.abort() };
+      },
+    };
   }
 
   async acquire(r: NamedAcquire): Promise<NamedHeld> {

@@ -2,7 +2,8 @@
 import { PostgresLocks, type PgHeld } from "../postgres/locks.js";
 import type { PostgresStore } from "../postgres/store.js";
 import type { PgMode } from "../postgres/types.js";
-import type { NamedAcquire, NamedBackend, NamedHeld, NamedMode } from "./backend.js";
+import { ConflictError } from "../errors.js";
+import type { NamedAcquire, NamedBackend, NamedHeld, NamedLatch, NamedMode } from "./backend.js";
 
 const LETTER: Record<NamedMode["kind"], PgMode> = { mutex: "x", read: "r", write: "w", semaphore: "s" };
 
@@ -15,9 +16,32 @@ export class PostgresBackend implements NamedBackend {
   readonly #store: PostgresStore;
   readonly #locks: PostgresLocks;
 
+  readonly latch: NamedLatch;
+
   constructor(store: PostgresStore, ttlMs: number) {
     this.#store = store;
     this.#locks = new PostgresLocks(store, { ttlMs });
+    const conflict = (name: string, stored: number, count: number): ConflictError =>
+      new ConflictError(name, `a latch of count ${stored} is stored under this name, and this caller asked for ${count}: every caller of one latch must agree`);
+    this.latch = {
+      async countDown(name, id, count, ttl) {
+        const r = await store.countDown(name, id, count, ttl);
+        if (r.status === "conflict") throw conflict(name, r.remaining, count);
+        return { left: r.remaining, counted: r.status === "counted" };
+      },
+      async read(name, count) {
+        const state = await store.readLatch(name);
+        if (!state) return count;
+        if (state.count !== count) throw conflict(name, state.count, count);
+        return state.remaining;
+      },
+      listen(name, _count, poke) {
+        const stop = store.listen(name, (w) => {
+          if (w.kind === "latch" || w.kind === "resync") poke();
+        });
+        return { ready: store.listening(), release: stop };
+      },
+    };
   }
 
   async acquire(r: NamedAcquire): Promise<NamedHeld> {

@@ -311,6 +311,42 @@ export function behaviour(world: World): void {
     });
   });
 
+  describe(`latch on ${world.store}`, () => {
+    it("opens at its count of distinct ids, wakes its waiters, and a replayed id counts once", async () => {
+      const a = world.surelock();
+      const b = world.surelock();
+      const name = fresh("latch");
+      const latch = a.latch(name, { count: 2 });
+      assert.equal(await within(15_000, latch.count()), 2);
+      await assert.rejects(within(15_000, latch.wait({ timeout: 0 })), LockTimeoutError);
+      let opened = false;
+      const waiting = b.latch(name, { count: 2 }).wait({ timeout: 60_000 }).then(() => { opened = true; });
+      assert.equal(await within(15_000, latch.countDown({ id: "first" })), 1);
+      assert.equal(await within(15_000, latch.countDown({ id: "first" })), 1, "a replay counts once");
+      assert.equal(opened, false);
+      assert.equal(await within(15_000, b.latch(name, { count: 2 }).countDown()), 0);
+      await within(30_000, waiting, "the waiter's wake-up");
+      assert.equal(await within(15_000, latch.count()), 0);
+      await within(15_000, latch.wait({ timeout: 0 }));
+      if (world.store !== "etcd") {
+        await assert.rejects(within(15_000, a.latch(name, { count: 3 }).count()), ConflictError);
+      }
+    });
+
+    it("a wait ends with the signal's reason, and with ClosedError at close()", async () => {
+      const s = world.surelock();
+      const latch = s.latch(fresh("latch"), { count: 1 });
+      const controller = new AbortController();
+      const reason = new Error("stop waiting");
+      const aborted = latch.wait({ signal: controller.signal });
+      setTimeout(() => controller.abort(reason), 50);
+      await assert.rejects(within(15_000, aborted), (e) => e === reason);
+      const closing = latch.wait().then(() => null, (e: unknown) => e);
+      await within(30_000, s.close());
+      assert.ok((await within(15_000, closing)) instanceof ClosedError);
+    });
+  });
+
   describe(`options and stores on ${world.store}`, () => {
     it("exactly one of redis, postgres and etcd", () => {
       const mine = world.option();
@@ -328,7 +364,6 @@ export function behaviour(world: World): void {
       assert.throws(() => new Surelock({ ...world.option(), replicas: { count: 1, timeout: 100 } }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.replicas");
       assert.throws(() => new Surelock({ ...world.option(), counterRetention: 600_000 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.counterRetention");
       assert.throws(() => s.election(fresh()), (e: unknown) => e instanceof UnsupportedError && /election/.test((e as Error).message));
-      assert.throws(() => s.latch(fresh(), { count: 1 }), (e: unknown) => e instanceof UnsupportedError && /latch/.test((e as Error).message));
       if (world.store === "etcd") {
         assert.throws(() => s.mutex(fresh(), { ttl: 1_234 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.ttl");
         assert.throws(() => s.guard("res"), UnsupportedError);
