@@ -82,6 +82,8 @@ export interface Engine {
   readonly sections: Sections;
   /** The wait of an acquire that names no timeout, ms (Infinity: none). */
   readonly acquireTimeoutMs: number;
+  /** Aborts, with a ClosedError, when the Surelock is closed. */
+  readonly closed: AbortSignal;
   /** Throws ClosedError once the Surelock is closed. */
   assertOpen(): void;
   /** Takes (or re-enters) the lock, waiting as `wanted` says. */
@@ -105,4 +107,22 @@ export interface LatchOps {
   read(): Promise<number>;
   /** Calls `poke` when the latch may have opened; `ready` settles once listening (or failed: then the poll covers). */
   listen(poke: () => void): { readonly ready: Promise<unknown>; release(): void };
+}
+
+/** What an election needs of its store besides its candidacy lock: the leader's value, reading it, hearing of changes. */
+export interface ElectionOps {
+  /** Stores `value` (null: none) as the value of the leadership `lease` holds, and announces it. */
+  proclaim(lease: Lease, value: string | null): Promise<void>;
+  /** The leader now, or null. */
+  leader(): Promise<LeaderReading | null>;
+  /** Calls `poke` when the leader may have changed; `ready` settles once listening (or failed). */
+  listen(poke: () => void): { readonly ready: Promise<unknown>; release(): void };
+}
+
+/** A leader as read from the store (the public `Leader`). */
+export interface LeaderReading {
+  readonly owner: string;
+  readonly value: string | null;
+  readonly fencingToken: bigint;
+  readonly expiresInMs: number;
 }

@@ -218,7 +218,7 @@ export class Surelock {
     }
     // etcd's extend renews the session (a keep-alive) and checks the key: two requests at once.
     return new NamedEngine({
-      backend: new EtcdBackend(etcd), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2, pollMs: pollMs ?? 1_000,
+      backend: new EtcdBackend(etcd, clock, pollMs ?? 1_000), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2, pollMs: pollMs ?? 1_000,
     });
   }
 
@@ -322,16 +322,16 @@ export class Surelock {
 
   /**
    * Leader election among the processes that campaign for `name` (etcd's election API): the
-   * leader holds a lease; `leader()` and `observe()` tell everyone who it is. Redis only for now
-   * (UnsupportedError on PostgreSQL and etcd).
+   * leader holds a lease; `leader()` and `observe()` tell everyone who it is. On etcd, its `ttl`
+   * must be the Surelock's (the candidacy lives under the session lease).
    */
   election(name: string, options?: ElectionOptions): Election {
     checkKey("name", name);
     const o = checkOptions<ElectionOptions>("options", options, ["ttl"]);
-    const ttl = o.ttl === undefined ? this.ttl : checkTtl("options.ttl", o.ttl);
+    const ttl = this.#lockTtl(o.ttl);
     this.#engine.assertOpen();
-    const rt = this.#redisOnly("election()");
-    return Election._create(rt, name, ttl);
+    if (this.#engine instanceof NamedEngine) return Election._createOn(this.#engine, this.#engine.election(name), name, ttl);
+    return Election._create(this.#redisOnly("election()"), name, ttl);
   }
 
   /**

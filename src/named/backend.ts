@@ -38,6 +38,8 @@ export interface NamedAcquire {
   /** 0 is one attempt; Infinity, no bound. */
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
+  /** An election's candidacy (one name, mode mutex, fresh): etcd keeps candidates apart from locks. */
+  readonly election?: boolean;
 }
 
 /** A hold the store granted (or entered), and its life as the store watches it. */
@@ -63,9 +65,20 @@ export interface NamedLatch {
   listen(name: string, count: number, poke: () => void): { readonly ready: Promise<unknown>; release(): void };
 }
 
+/** An election by name: its candidacy is a hold taken with `election: true`. */
+export interface NamedElection {
+  /** Stores `value` as the leadership's; LockLostError when `held` no longer leads. */
+  proclaim(held: NamedHeld, name: string, value: string): Promise<void>;
+  /** The leader now: its owner, value (null before any), token and time left on its lease. */
+  leader(name: string): Promise<{ owner: string; value: string | null; token: bigint; expiresInMs: number } | null>;
+  /** Calls `poke` when the leader may have changed, until `release()`. */
+  listen(name: string, poke: () => void): { readonly ready: Promise<unknown>; release(): void };
+}
+
 export interface NamedBackend {
   readonly store: "postgres" | "etcd";
   readonly latch: NamedLatch;
+  readonly election: NamedElection;
   acquire(request: NamedAcquire): Promise<NamedHeld>;
   /** Gives `entry` back: `held` (entries remain), `freed` (the hold ended), `gone` (it was not live). */
   release(held: NamedHeld, entry: string): Promise<"held" | "freed" | "gone">;

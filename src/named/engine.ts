@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../clock.js";
 import { widelyWatched } from "../deadline.js";
-import type { Engine, LatchOps, LockSpec, Obtain, ObtainResult } from "../engine.js";
+import type { ElectionOps, Engine, LatchOps, LockSpec, Obtain, ObtainResult } from "../engine.js";
 import { ClosedError, ConflictError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError, type LockLostReason } from "../errors.js";
 import { Ids } from "../ids.js";
 import type { KeySpace } from "../keys.js";
@@ -146,8 +146,10 @@ export class NamedEngine implements Engine, LeaseRuntime {
   }
 
   /** The store's names and mode for a primitive's lock: each kind of lock in a name space of its own. */
-  #named(spec: LockSpec, permits: number): { names: string[]; mode: NamedMode } {
+  #named(spec: LockSpec, permits: number): { names: string[]; mode: NamedMode; election?: boolean } {
     const t = spec.target;
+    // An election's candidacy (the only lock that announces a free lock to observers).
+    if (t.family === "exclusive" && t.announce) return { names: [`${this.#prefix}el/${t.keys.key}`], mode: { kind: "mutex" }, election: true };
     if (t.family === "exclusive") return { names: [`${this.#prefix}x/${t.keys.key}`], mode: { kind: "mutex" } };
     if (t.family === "multi") return { names: t.keys.each.map((k) => `${this.#prefix}x/${k.key}`), mode: { kind: "mutex" } };
     if (spec.mode === "s") return { names: [`${this.#prefix}sem/${t.keys.key}`], mode: { kind: "semaphore", limit: t.limit, permits } };
@@ -155,7 +157,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
   }
 
   async obtain({ spec, wanted: w, section, reentry }: Obtain): Promise<ObtainResult> {
-    const { names, mode } = this.#named(spec, w.permits);
+    const { names, mode, election } = this.#named(spec, w.permits);
     const hold = this.ids.id();
     const fresh = reentry.kind === "fresh";
     // A nested read (inside a read or write section of this lock) is one more entry on that
@@ -171,6 +173,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
     try {
       held = await this.#backend.acquire({
         names, mode, hold, entry, owner, reentry: how, ttlMs: spec.ttlMs, leaseTimeMs: w.leaseTimeMs, timeoutMs: w.timeoutMs, signal,
+        ...(election ? { election } : {}),
       });
     } catch (error) {
       if (!fresh && error instanceof LockLostError) section?.lease._hold.lose("expired", "found when re-entering");
@@ -212,6 +215,31 @@ export class NamedEngine implements Engine, LeaseRuntime {
       countDown: (id) => latch.countDown(name, id, count, ttlMs).catch(about),
       read: () => latch.read(name, count).catch(about),
       listen: (poke) => latch.listen(name, count, poke),
+    };
+  }
+
+  /** An election's store side: the value, the leader, and hearing of changes, by the election's name. */
+  election(key: string): ElectionOps {
+    const name = `${this.#prefix}el/${key}`;
+    const election = this.#backend.election;
+    return {
+      proclaim: async (lease, value) => {
+        const hold = this.#holds.get(lease._hold.ref.hold);
+        if (!hold || hold.lost) throw hold?.lost ?? new LockLostError(key, "expired", "found on proclaim");
+        // No value: the leadership stands for none, which the store reads until one is proclaimed.
+        if (value === null) return;
+        try {
+          await election.proclaim(hold.held, name, value);
+        } catch (error) {
+          if (error instanceof LockLostError) throw hold.lose(error.reason, "found on proclaim");
+          throw error;
+        }
+      },
+      leader: async () => {
+        const l = await election.leader(name);
+        return l && { owner: l.owner, value: l.value, fencingToken: l.token, expiresInMs: l.expiresInMs };
+      },
+      listen: (poke) => election.listen(name, poke),
     };
   }
 

@@ -5,7 +5,8 @@
  */
 import type { EtcdStore } from "../etcd/store.js";
 import type { Held, HoldRef } from "../etcd/types.js";
-import type { NamedAcquire, NamedBackend, NamedHeld, NamedLatch } from "./backend.js";
+import type { Clock } from "../clock.js";
+import type { NamedAcquire, NamedBackend, NamedElection, NamedHeld, NamedLatch } from "./backend.js";
 
 interface EtcdNamedHeld extends NamedHeld {
   /** One ref per name, in the user's order. */
@@ -19,8 +20,34 @@ export class EtcdBackend implements NamedBackend {
   /** etcd keeps no count with a latch: every caller brings its own, and the latch is open at that many ids. */
   readonly latch: NamedLatch;
 
-  constructor(store: EtcdStore) {
+  /**
+   * A candidacy is a key under the election's prefix (etcd's own election layout); the first by
+   * creation revision leads. The value is written into its key ("" reads as none).
+   */
+  readonly election: NamedElection;
+
+  constructor(store: EtcdStore, clock: Clock, pollMs: number) {
     this.#store = store;
+    this.election = {
+      async proclaim(held, _name, value) {
+        await store.proclaim((held as EtcdNamedHeld).refs[0]!, value);
+      },
+      async leader(name) {
+        const l = await store.readLeader(name);
+        // etcd reads no lease TTL with the key: the session's TTL bounds how long the leader can last unrenewed.
+        return l ? { owner: l.owner, value: l.value === "" ? null : l.value, token: l.token, expiresInMs: store.bounds().sessionTtlMs } : null;
+      },
+      listen(_name, poke) {
+        // No channel: a bounded poll tells an observer of a change within pollInterval.
+        let timer: unknown;
+        const tick = (): void => {
+          poke();
+          timer = clock.setTimeout(tick, pollMs);
+        };
+        timer = clock.setTimeout(tick, pollMs);
+        return { ready: Promise.resolve(), release: () => clock.clearTimeout(timer) };
+      },
+    };
     this.latch = {
       async countDown(name, id, count, ttl) {
         const counted = await store.countDown(name, id, ttl);
@@ -44,7 +71,12 @@ export class EtcdBackend implements NamedBackend {
       ...(r.leaseTimeMs === undefined ? {} : { leaseTimeMs: r.leaseTimeMs }),
     };
     let helds: Held[];
-    if (r.names.length === 1) {
+    if (r.election) {
+      helds = [await this.#store.campaign({
+        name: r.names[0]!, hold: r.hold, entry: r.entry, owner: r.owner, timeoutMs: r.timeoutMs, signal: r.signal, value: "",
+        ...(r.leaseTimeMs === undefined ? {} : { leaseTimeMs: r.leaseTimeMs }),
+      })];
+    } else if (r.names.length === 1) {
       helds = [await this.#store.acquire({ ...base, name: r.names[0]! })];
     } else if (r.reentry.kind === "fresh") {
       helds = await this.#store.acquireAll(r.names, base);

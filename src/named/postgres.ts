@@ -2,8 +2,8 @@
 import { PostgresLocks, type PgHeld } from "../postgres/locks.js";
 import type { PostgresStore } from "../postgres/store.js";
 import type { PgMode } from "../postgres/types.js";
-import { ConflictError } from "../errors.js";
-import type { NamedAcquire, NamedBackend, NamedHeld, NamedLatch, NamedMode } from "./backend.js";
+import { ConflictError, LockLostError } from "../errors.js";
+import type { NamedAcquire, NamedBackend, NamedElection, NamedHeld, NamedLatch, NamedMode } from "./backend.js";
 
 const LETTER: Record<NamedMode["kind"], PgMode> = { mutex: "x", read: "r", write: "w", semaphore: "s" };
 
@@ -17,6 +17,8 @@ export class PostgresBackend implements NamedBackend {
   readonly #locks: PostgresLocks;
 
   readonly latch: NamedLatch;
+  /** A candidacy is a mutex hold on the election's name; its row carries the proclaimed value. */
+  readonly election: NamedElection;
 
   constructor(store: PostgresStore, ttlMs: number) {
     this.#store = store;
@@ -39,6 +41,20 @@ export class PostgresBackend implements NamedBackend {
         const stop = store.listen(name, (w) => {
           if (w.kind === "latch" || w.kind === "resync") poke();
         });
+        return { ready: store.listening(), release: stop };
+      },
+    };
+    this.election = {
+      async proclaim(held, name, value) {
+        if (!(await store.proclaim(name, held.hold, value))) throw new LockLostError(name, "expired", "found on proclaim");
+      },
+      async leader(name) {
+        const l = await store.readLeader(name);
+        return l && { owner: l.owner, value: l.value, token: l.token, expiresInMs: Math.max(0, l.pttlMs) };
+      },
+      listen(name, poke) {
+        // A release, a proclaim, or notifications that may have been lost: read again.
+        const stop = store.listen(name, () => poke());
         return { ready: store.listening(), release: stop };
       },
     };

@@ -347,6 +347,53 @@ export function behaviour(world: World): void {
     });
   });
 
+  describe(`election on ${world.store}`, () => {
+    it("one leader at a time, with its value; the next campaign leads once it resigns, with a higher token", async () => {
+      const a = world.surelock();
+      const b = world.surelock();
+      const name = fresh("election");
+      const ea = a.election(name);
+      const eb = b.election(name);
+      assert.equal(await within(15_000, ea.leader()), null);
+      const first = await within(15_000, ea.campaign({ value: "a:1" }));
+      const seen = await within(15_000, eb.leader());
+      assert.ok(seen);
+      assert.equal(seen.value, "a:1");
+      assert.equal(seen.owner, first.owner);
+      assert.equal(seen.fencingToken, first.fencingToken);
+      let led = false;
+      const second = eb.campaign({ value: "b:1", timeout: 60_000 }).then((l) => { led = true; return l; });
+      await within(15_000, ea.proclaim("a:2"));
+      assert.equal((await within(15_000, eb.leader()))?.value, "a:2");
+      assert.equal(led, false);
+      await within(15_000, ea.resign());
+      const lease = await within(30_000, second);
+      assert.ok(lease.fencingToken > first.fencingToken);
+      assert.equal((await within(15_000, ea.leader()))?.value, "b:1");
+      await within(15_000, eb.resign());
+    });
+
+    it("observe(): the leader now, then each change", async () => {
+      const a = world.surelock();
+      const b = world.surelock();
+      const name = fresh("election");
+      const controller = new AbortController();
+      const seen: (string | null)[] = [];
+      const watching = (async () => {
+        for await (const leader of b.election(name).observe({ signal: controller.signal })) {
+          seen.push(leader?.value ?? null);
+          if (leader?.value === "second") controller.abort();
+        }
+      })();
+      const e = a.election(name);
+      await within(15_000, e.campaign({ value: "first" }));
+      await within(15_000, e.proclaim("second"));
+      await within(30_000, watching, "the observer seeing the proclaim");
+      assert.equal(seen.at(-1), "second");
+      await within(15_000, e.resign());
+    });
+  });
+
   describe(`options and stores on ${world.store}`, () => {
     it("exactly one of redis, postgres and etcd", () => {
       const mine = world.option();
@@ -363,7 +410,6 @@ export function behaviour(world: World): void {
       const Surelock = s.constructor as typeof import("../../src/index.js").Surelock;
       assert.throws(() => new Surelock({ ...world.option(), replicas: { count: 1, timeout: 100 } }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.replicas");
       assert.throws(() => new Surelock({ ...world.option(), counterRetention: 600_000 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.counterRetention");
-      assert.throws(() => s.election(fresh()), (e: unknown) => e instanceof UnsupportedError && /election/.test((e as Error).message));
       if (world.store === "etcd") {
         assert.throws(() => s.mutex(fresh(), { ttl: 1_234 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.ttl");
         assert.throws(() => s.guard("res"), UnsupportedError);
