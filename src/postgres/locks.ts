@@ -1,6 +1,6 @@
 /**
- * Lease life over the PostgreSQL store, as the named-store engine (src/named/) takes it: an acquire that waits (a ticket, the store's wake-ups, the poll bound) up to its
- * timeout; a hold's validity on the caller's monotonic clock; a watchdog that renews every
+ * Lease life over the PostgreSQL store, as the named-store engine (src/named/) takes it: an
+ * acquire that waits (a ticket, the store's wake-ups, the poll bound) up to its timeout; a hold's validity on the caller's monotonic clock; a watchdog that renews every
  * renewable hold of this instance in one statement per tick; and a signal that aborts with
  * LockLostError the moment a hold can no longer be trusted (renewal refused, or no renewal
  * confirmed before the validity ran out).

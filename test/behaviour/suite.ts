@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import {
-  ClosedError, ConflictError, DeadlockError, InvalidArgumentError, LockLostError, LockTimeoutError, UnsupportedError, type Lease,
+  ClosedError, ConflictError, ConnectionError, DeadlockError, SurelockError, InvalidArgumentError, LockLostError, LockTimeoutError, UnsupportedError, type Lease,
 } from "../../src/index.js";
 import { aborted, fresh, within, type World } from "./support.js";
 
@@ -399,6 +399,20 @@ export function behaviour(world: World): void {
       const mine = world.option();
       const other = world.store === "redis" ? { postgres: { connect: async () => { throw new Error("never"); } } } : { redis: {} };
       assert.throws(() => new (world.surelock().constructor as typeof import("../../src/index.js").Surelock)({ ...mine, ...other } as never), InvalidArgumentError);
+    });
+
+    it("a store that cannot be reached: acquire and tryAcquire reject with a typed error within their bound, close() settles", async () => {
+      const Surelock = world.surelock().constructor as typeof import("../../src/index.js").Surelock;
+      const s = new Surelock({ ...world.unreachable(), commandTimeout: 500, ttl: 3_000 });
+      try {
+        const e1 = await within(20_000, s.mutex(fresh()).acquire({ timeout: 2_000 }).then(() => null, (e: unknown) => e));
+        assert.ok(e1 instanceof SurelockError, String(e1));
+        assert.ok(e1 instanceof LockTimeoutError || e1 instanceof ConnectionError, String(e1));
+        const e2 = await within(20_000, s.mutex(fresh()).tryAcquire().then(() => null, (e: unknown) => e));
+        assert.ok(e2 instanceof ConnectionError || e2 === null, String(e2));
+      } finally {
+        await within(20_000, s.close(), "close() of the unreachable instance");
+      }
     });
 
     it("what a store cannot offer is refused with a typed error naming it", async () => {

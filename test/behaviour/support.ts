@@ -23,6 +23,8 @@ export interface World {
   option(): Pick<SurelockOptions, "redis" | "postgres" | "etcd">;
   /** An operator's force-release of a mutex's key, from outside the instance that holds it. */
   forceRelease(prefix: string, key: string): Promise<void>;
+  /** The store's option with a client that cannot reach any server (a closed loopback port). */
+  unreachable(): Pick<SurelockOptions, "redis" | "postgres" | "etcd">;
   /** Closes every Surelock made so far (after each test). */
   closeAll(): Promise<void>;
   stop(): Promise<void>;
@@ -61,6 +63,12 @@ export function redisWorld(): World {
       return s;
     },
     option: () => ({ redis: client() }),
+    unreachable: () => {
+      const c = new Redis({ port: 1, host: "127.0.0.1", maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+      c.on("error", () => {});
+      clients.push(c);
+      return { redis: c };
+    },
     async forceRelease(prefix, key) {
       await server.command("DEL", new KeySpace(prefix).exclusive(key).lock);
     },
@@ -92,6 +100,12 @@ export function postgresWorld(): World {
       return s;
     },
     option: () => ({ postgres: pool() }),
+    unreachable: () => {
+      const p = new pg.Pool({ host: "127.0.0.1", port: 1, user: "postgres", database: "postgres", connectionTimeoutMillis: 500 });
+      p.on("error", () => {});
+      pools.push(p);
+      return { postgres: p };
+    },
     async forceRelease(prefix, key) {
       const store = new PostgresStore({ pool: pool() });
       try {
@@ -127,6 +141,11 @@ export function etcdWorld(): World {
       return s;
     },
     option: () => ({ etcd: client() }),
+    unreachable: () => {
+      const c = new Etcd3({ hosts: "http://127.0.0.1:1", dialTimeout: 500 });
+      clients.push(c);
+      return { etcd: c };
+    },
     async forceRelease(prefix, key) {
       const store = new EtcdStore({ client: client(), prefix: `${prefix}/` });
       try {
