@@ -209,13 +209,21 @@ function checkValue(name: string, value: unknown): string {
 
 /** An election on Redis: the value in the candidacy's lock hash, read by script, announced on its channel. */
 function redisElection(rt: Runtime, name: string, keys: ExclusiveKeys): ElectionOps {
+  /** How many proclaims each leadership has sent: the next one's number is one more. */
+  const proclaims = new WeakMap<Lease, number>();
   return {
-    /** Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone is lost. */
+    /**
+     * Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone
+     * is lost. Each proclaim of a leadership is numbered, so that a node keeps the newest it was sent
+     * and a read in quorum mode takes the newest a majority shows (docs/quorum.md, "Elections").
+     */
     async proclaim(lease, value) {
       const hold = lease._hold;
+      const seq = (proclaims.get(lease) ?? 0) + 1;
+      proclaims.set(lease, seq);
       const answers = await race(rt.store.broadcast((command) => scripts.proclaim.call(
         { lock: keys.lock, channel: keys.channel },
-        { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command },
+        { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command, seq: String(seq) },
       )), hold.lostSignal);
       answered(name, "proclaim", answers);
       const state = decideHold(votesOf(answers), answers.length);
