@@ -22,7 +22,9 @@ export const CHAIN = [
   { name: "lease", members: ["src/lease/"] },
   { name: "waiting", members: ["src/waiting/"] },
   // What every primitive of one Surelock shares: the primitives are built on it.
-  { name: "runtime", members: ["src/runtime.ts"] },
+  // The engine seam (src/engine.ts) and its two implementations: Redis's runtime, and the named-store
+  // engine that runs the same primitives on PostgreSQL and etcd (src/named/).
+  { name: "runtime", members: ["src/engine.ts", "src/runtime.ts", "src/named/"] },
   { name: "primitives", members: ["src/primitives/"] },
   { name: "facade", members: ["src/surelock.ts"] },
   // Operators' reads and forced releases (inspectKey, forceRelease): scripts over an endpoint, beside the facade.

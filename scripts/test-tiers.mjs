@@ -16,7 +16,9 @@ export const TIERS = [
   },
   {
     name: "deployments",
-    patterns: ["test/deployments/", "test/quorum/", "test/multi/quorum", "test/election/quorum", "test/postgres/", "test/etcd/"],
+    patterns: ["test/deployments/", "test/quorum/", "test/multi/quorum", "test/election/quorum", "test/postgres/", "test/etcd/",
+      // The shared behaviour suite on PostgreSQL and on a 3-member etcd cluster (its Redis run is of the redis tier).
+      "test/behaviour/postgres.test.ts", "test/behaviour/etcd.test.ts"],
   },
   {
     name: "package",

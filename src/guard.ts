@@ -10,7 +10,7 @@
  */
 import type { Endpoint } from "./adapters/endpoint.js";
 import type { RedisArg } from "./adapters/types.js";
-import { InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError, UnsupportedError } from "./errors.js";
 import type { Ids } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import { scripts } from "./scripts/index.js";
@@ -27,6 +27,15 @@ export const GUARD_RETENTION_MS = 7 * 86_400_000;
 const COMMANDS = new Set(["SET", "DEL", "INCRBY", "DECRBY", "HSET", "HDEL", "HINCRBY", "RPUSH", "LPUSH",
   "SADD", "SREM", "ZADD", "ZREM", "PEXPIRE", "APPEND", "XADD"]);
 
+/** A client inside your own database transaction (a node-postgres `Client` or `PoolClient`). */
+export interface TransactionClient {
+  /** Runs one statement in the client's open transaction. */
+  query(config: { text: string; values?: unknown[] }): Promise<unknown>;
+}
+
+/** How a guard on a store other than Redis checks a token where the data lives. */
+export type TransactionCheck = (client: TransactionClient, token: bigint) => Promise<void>;
+
 const INTERNAL = Symbol("surelock.guard");
 
 /**
@@ -36,16 +45,19 @@ const INTERNAL = Symbol("surelock.guard");
 export class FencingGuard {
   /** The resource's name. */
   readonly resource: string;
-  readonly #endpoint: Endpoint;
+  /** Redis: where guarded writes go (undefined on PostgreSQL, which checks in your transaction). */
+  readonly #endpoint: Endpoint | undefined;
+  readonly #check: TransactionCheck | undefined;
   readonly #key: string;
   /** This guard's writer id, and the sequence number of its writes: a replayed write is applied once. */
   readonly #writer: string;
   #seq = 0;
 
-  private constructor(token: typeof INTERNAL, endpoint: Endpoint, keys: KeySpace, resource: string, ids: Ids) {
+  private constructor(token: typeof INTERNAL, on: Endpoint | TransactionCheck, keys: KeySpace, resource: string, ids: Ids) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.guard()");
     this.resource = resource;
-    this.#endpoint = endpoint;
+    this.#endpoint = typeof on === "function" ? undefined : on;
+    this.#check = typeof on === "function" ? on : undefined;
     this.#key = keys.guard(resource);
     this.#writer = ids.id();
   }
@@ -53,6 +65,29 @@ export class FencingGuard {
   /** @internal Use `Surelock.guard()`. */
   static _create(endpoint: Endpoint, keys: KeySpace, resource: string, ids: Ids): FencingGuard {
     return new FencingGuard(INTERNAL, endpoint, keys, resource, ids);
+  }
+
+  /** @internal A guard checked inside the user's transaction (PostgreSQL). Use `Surelock.guard()`. */
+  static _createChecked(check: TransactionCheck, keys: KeySpace, resource: string, ids: Ids): FencingGuard {
+    return new FencingGuard(INTERNAL, check, keys, resource, ids);
+  }
+
+  /** Redis's endpoint, or UnsupportedError naming what to use instead. */
+  #redis(what: string): Endpoint {
+    if (this.#endpoint) return this.#endpoint;
+    throw new UnsupportedError(`guard.${what}() on PostgreSQL: check the token inside your own transaction with guard.check(client, token)`);
+  }
+
+  /**
+   * PostgreSQL: records `token` for the resource inside the transaction `client` is in (your own
+   * `pg` client, between your BEGIN and COMMIT), and resolves when no newer token was recorded;
+   * otherwise rejects with FencedError (`ERR_SURELOCK_FENCED`) and the transaction is aborted: roll
+   * it back. Two transactions racing on one resource are ordered by the database (a row lock): the
+   * later waits for the earlier to end. On Redis, UnsupportedError (use `write()`).
+   */
+  async check(client: TransactionClient, token: bigint): Promise<void> {
+    if (!this.#check) throw new UnsupportedError("guard.check() on Redis: write through the guard with guard.write(token, command, key, ...args)");
+    return this.#check(client, token);
   }
 
   /**
@@ -74,9 +109,10 @@ export class FencingGuard {
       }
       if (typeof arg === "string" && !arg.isWellFormed()) throw new InvalidArgumentError(`args[${i}]`, arg, "a well-formed Unicode string");
     }
-    const outcome = await this.#endpoint.run(scripts.guardWrite.call(
+    const endpoint = this.#redis("write");
+    const outcome = await endpoint.run(scripts.guardWrite.call(
       { guard: this.#key, data: key },
-      { token: token.toString(), writer: this.#writer, seq: ++this.#seq, keep: GUARD_RETENTION_MS, window: this.#endpoint.timeoutMs * 2, command },
+      { token: token.toString(), writer: this.#writer, seq: ++this.#seq, keep: GUARD_RETENTION_MS, window: endpoint.timeoutMs * 2, command },
       { args },
     ));
     if (outcome.status === "written") return { written: true, reply: outcome.reply };
@@ -87,7 +123,7 @@ export class FencingGuard {
 
   /** The highest token that has written to this resource, or null if none has (within retention). */
   async highestToken(): Promise<bigint | null> {
-    const reply = await this.#endpoint.command(["HGET", this.#key, "t"], this.#key);
+    const reply = await this.#redis("highestToken").command(["HGET", this.#key, "t"], this.#key);
     return reply === null || reply === undefined ? null : BigInt(String(reply));
   }
 }

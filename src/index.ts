@@ -1,6 +1,6 @@
 /** surelock: distributed locks on Redis. Exports only; see the README and docs/. */
 export { Surelock } from "./surelock.js";
-export type { SurelockOptions, RedisClient, Clock } from "./surelock.js";
+export type { SurelockOptions, RedisClient, Clock, PostgresOptions, PostgresPool, EtcdClientLike, StoreKind } from "./surelock.js";
 export type { IoredisClient, NodeRedisClient } from "./adapters/detect.js";
 export { Lease } from "./lease/lease.js";
 export { Mutex } from "./primitives/mutex.js";
@@ -18,10 +18,10 @@ export type { Leader } from "./primitives/leader.js";
 export { CountDownLatch } from "./primitives/latch.js";
 export type { LatchOptions, CountDownOptions, LatchWaitOptions } from "./primitives/latch.js";
 export { FencingGuard } from "./guard.js";
-export type { GuardedWrite } from "./guard.js";
+export type { GuardedWrite, TransactionClient } from "./guard.js";
 export {
   SurelockError, LockTimeoutError, LockLostError, LockNotHeldError, QuorumError, InvalidArgumentError, ConnectionError,
-  ScriptError, AuthError, UnsupportedError, DeadlockError, ConflictError, ClosedError,
+  ScriptError, AuthError, UnsupportedError, DeadlockError, ConflictError, ClosedError, FencedError, SchemaError,
 } from "./errors.js";
 export type { LockLostReason, NodeOutcome } from "./errors.js";
 export type { RedisAdapter, RedisSubscriber, RedisArg, ReplicaWait, AcknowledgedReply } from "./adapters/types.js";

@@ -3,18 +3,19 @@
  * the watchdog, the waiting room and its wake-up subscriptions, the sections that carry
  * reentrancy, this process's holds, and one `closed` signal that ends every wait.
  */
-import type { Clock } from "./clock.js";
+import { driftMs, type Clock } from "./clock.js";
 import { widelyWatched } from "./deadline.js";
-import { ClosedError } from "./errors.js";
+import type { Engine, Obtain, ObtainResult } from "./engine.js";
+import { ClosedError, DeadlockError, LockTimeoutError } from "./errors.js";
 import { Ids } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import { Hold } from "./lease/hold.js";
 import { Keepalive } from "./lease/keepalive.js";
-import type { LeaseRuntime } from "./lease/lease.js";
+import { Lease, type LeaseRuntime } from "./lease/lease.js";
 import { Sections } from "./lease/sections.js";
-import type { Grant, Store } from "./store/types.js";
-import type { Obtained } from "./waiting/obtained.js";
-import { WaitingRoom } from "./waiting/waiting-room.js";
+import type { AcquireCall, Grant, SharedTarget, Store } from "./store/types.js";
+import { refusal, type Obtained } from "./waiting/obtained.js";
+import { ticketLeaseMs, WaitingRoom } from "./waiting/waiting-room.js";
 import { Wakeups, type Subscription, type WakeupHandler } from "./waiting/wakeups.js";
 
 /** Someone other than a waiter who listens to a lock's channel (an election's observer, a latch's waiter). */
@@ -39,7 +40,9 @@ export interface RuntimeOptions {
   readonly callBoundMs: number;
 }
 
-export class Runtime implements LeaseRuntime {
+/** The Redis engine: the lock protocol's scripts, the waiting room and the batched watchdog. */
+export class Runtime implements LeaseRuntime, Engine {
+  readonly kind = "redis" as const;
   readonly store: Store;
   readonly clock: Clock;
   readonly keys: KeySpace;
@@ -113,6 +116,78 @@ export class Runtime implements LeaseRuntime {
 
   assertOpen(): void {
     if (this.#closer.signal.aborted) throw new ClosedError();
+  }
+
+  /** Takes the lock of `spec` on Redis: waits in the room (fresh), or enters the section's hold. */
+  async obtain({ spec, wanted: w, section, reentry }: Obtain): Promise<ObtainResult> {
+    const startedAt = this.clock.now();
+    const ttlMs = w.leaseTimeMs ?? spec.ttlMs;
+    const hold = this.ids.id();
+    const call: AcquireCall = {
+      target: spec.target,
+      ask: {
+        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : this.ids.owner()),
+        hold, ttlMs, mode: spec.mode, permits: w.permits,
+        ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
+        order: Date.now(),
+      },
+      entry: reentry.kind === "join" ? this.ids.id() : hold,
+      join: reentry.kind === "join" ? reentry.hold : reentry.kind === "nested" ? reentry.via
+        : w.owner !== undefined && spec.sharesByOwner ? "*" : "",
+    };
+    let got: Obtained;
+    for (let tries = 0; ; tries++) {
+      if (reentry.kind === "fresh") {
+        // After an answer that came too late (below), the next try waits only for what is left of
+        // the caller's timeout: a whole new one made the call last up to twice as long (torture:
+        // a 5.8 s timeout whose first answer lapsed on a stalled connection rejected after 10.1 s).
+        let timeoutMs = w.timeoutMs;
+        if (tries > 0 && timeoutMs > 0 && timeoutMs < Infinity) {
+          timeoutMs = startedAt + w.timeoutMs - this.clock.now();
+          if (timeoutMs <= 0) throw new LockTimeoutError(spec.target.keys.key, this.clock.now() - startedAt, w.timeoutMs);
+        }
+        got = await this.waiting.acquire({ call, channel: spec.channel, timeoutMs, signal: w.signal }).catch((error: unknown) => {
+          // A later try's timeout is the caller's: it says what the caller asked for and waited.
+          if (tries === 0 || !(error instanceof LockTimeoutError)) throw error;
+          throw new LockTimeoutError(error.key, this.clock.now() - startedAt, w.timeoutMs, "lock", error.cause === undefined ? undefined : { cause: error.cause });
+        });
+      } else {
+        const { result, sentAt } = await this.waiting.once(call, w.signal);
+        if (result.status === "busy") throw new DeadlockError(spec.key, "a nested acquisition found the lock held by another hold");
+        if (result.status === "gone" || result.status === "conflict") {
+          if (result.status === "gone") section?.lease._hold.lose("expired", "found when re-entering");
+          throw refusal(spec.key, result, call.ask.permits);
+        }
+        // The section's hold was lost while this re-entry was on the wire: it cannot be re-entered
+        // now either (a lease on it would outlive the loss its section was told of). What this
+        // call added, an entry or a nested read's hold, is given back.
+        const lostMeanwhile = section?.lease._hold.lost;
+        if (lostMeanwhile) {
+          this.store.release(result.ref, call.entry).catch(() => {});
+          throw lostMeanwhile;
+        }
+        got = { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
+      }
+      // An answer so late that the lease is already unsafe (a paused process): give it back, try again.
+      if (reentry.kind !== "fresh" || got.sentAt + got.pttlMs - driftMs(got.pttlMs) > this.clock.now()) break;
+      await this.store.abandon(call);
+    }
+    const leaseHold = this.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined, call.ask.permits);
+    const lease = Lease._create(leaseHold, got.entry, this);
+    if (w.leaseTimeMs !== undefined && !got.entered && got.pttlMs < ttlMs) {
+      // A release granted it with what was left of our ticket's lease (3 s at most), and nobody
+      // renews a fixed lease: give it its whole length once, counted from now.
+      await lease.extend(ttlMs).catch(async (error: unknown) => {
+        await lease.release().catch(() => {});
+        throw error;
+      });
+    }
+    return { lease, entered: got.entered, attempts: got.attempts };
+  }
+
+  /** Stores a semaphore's limit on purpose; a waiter of this process may be among those served. */
+  async setPermits(target: SharedTarget, limit: number): Promise<void> {
+    this.handOver(await this.store.setPermits(target, limit, this.ids.id()));
   }
 
   /** The hold an obtained acquisition stands on: the one this process has already, or a new one. */

@@ -1,6 +1,6 @@
 /**
  * The etcd store: surelock's locks, elections and latches on an etcd cluster, through the `etcd3`
- * client. Not wired into `Surelock` yet: it plugs in behind the typed Store seam.
+ * client. `new Surelock({ etcd })` runs on it through the named-store engine (src/named/).
  */
 export { EtcdStore, type EtcdStoreOptions } from "./store.js";
 export type {

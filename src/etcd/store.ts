@@ -7,7 +7,7 @@
  * lease: the instance's session (renewed by the watchdog, see session.ts) or a lease of its own
  * (`leaseTimeMs`, never renewed).
  */
-import { FilterType, type IDuplexStream, type IKeyValue, type IRangeResponse, type IRequestOp, type ITxnResponse, type IWatchRequest, type IWatchResponse } from "etcd3";
+import type { FilterType, IDuplexStream, IKeyValue, IRangeResponse, IRequestOp, ITxnResponse, IWatchRequest, IWatchResponse } from "etcd3";
 import { driftMs, systemClock, type Clock } from "../clock.js";
 import { Interruption, widelyWatched, within } from "../deadline.js";
 import {
@@ -21,6 +21,13 @@ import { standing, type Queued, type Standing } from "./standing.js";
 import type {
   AcquireRequest, Bounds, Capabilities, Feature, Held, HolderInfo, HoldRef, LatchState, LeaderInfo, LockInfo, LockMode, NamedLockStore, ReleaseResult,
 } from "./types.js";
+
+/**
+ * etcd's watch filters (etcd3's FilterType values), written here: a value import of `etcd3` would
+ * load the optional peer with surelock's entry point, and `new Surelock({ redis })` must run without it.
+ */
+const NOPUT = 0 as FilterType.Noput;
+const NODELETE = 1 as FilterType.Nodelete;
 
 export interface EtcdStoreOptions {
   /** An `etcd3` `Etcd3` client (not a namespace of one). The store never closes it. */
@@ -108,7 +115,7 @@ export class EtcdStore implements NamedLockStore {
     throw new UnsupportedError(`the etcd store does not offer ${why}`);
   }
 
-  /** Changing a semaphore's limit: refused (see `require("setPermits")`). */
+  /** Changing a semaphore's limit: refused (see `require`, feature setPermits). */
   setPermits(name: string, limit: number): never {
     checkKey("name", name);
     checkPositiveInt("limit", limit, MAX_PERMITS);
@@ -636,9 +643,22 @@ export class EtcdStore implements NamedLockStore {
         modRevision = view.queue.find((q) => q.key === key)?.modRevision ?? modRevision;
       }
     } catch (error) {
-      this.#abandon(key, lease);
+      // A try (or a wait) that gave up takes its key out of the line before it answers, so that the
+      // caller's next try does not find its own stale place ahead of it; if that fails, in the background.
+      if (!(await this.#deleteNow(key, lease))) this.#abandon(key, lease);
       if (error instanceof SessionLost) throw this.#lost(req.name, error);
       throw error;
+    }
+  }
+
+  /** Deletes a waiter's key now (one bounded request); false when that could not be confirmed. */
+  async #deleteNow(key: string, lease: { own: boolean; signal: AbortSignal }): Promise<boolean> {
+    if (lease.own || lease.signal.aborted) return false;
+    try {
+      await this.#client.kv.deleteRange({ key: Buffer.from(key) }, bounded(this.#requestMs));
+      return true;
+    } catch {
+      return false;
     }
   }
 
@@ -747,7 +767,7 @@ export class EtcdStore implements NamedLockStore {
         ...(on.prefix === undefined ? {} : { range_end: rangeEnd(on.prefix) }),
         start_revision: on.from.toString(),
         // What is filtered out: a lock waits for deletes, a latch for puts.
-        filters: [on.only === "delete" ? FilterType.Noput : FilterType.Nodelete],
+        filters: [on.only === "delete" ? NOPUT : NODELETE],
       },
     };
     let stream: WatchStream | undefined;

@@ -13,10 +13,16 @@ import { checkTtl } from "../validate.js";
 import type { Hold } from "./hold.js";
 import type { Keepalive } from "./keepalive.js";
 
+/** The store calls a lease makes: renew (extend), check (isHeld) and release. */
+export type LeaseStore = Pick<Store, "keepalive" | "check" | "release">;
+
+/** The watchdog, as a lease tells it of its hold (a store that renews by itself ignores it). */
+export type LeaseWatchdog = Pick<Keepalive, "confirmed" | "stopRenewing" | "forget">;
+
 /** What a lease needs from the Surelock it came from. */
 export interface LeaseRuntime {
-  readonly store: Store;
-  readonly keepalive: Keepalive;
+  readonly store: LeaseStore;
+  readonly keepalive: LeaseWatchdog;
   readonly clock: Clock;
   /** The longest a store call can take before it settles by itself (its command timeouts and retries). */
   readonly callBoundMs: number;

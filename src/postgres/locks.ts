@@ -1,13 +1,12 @@
 /**
- * Lease life over the PostgreSQL store, as the layers above will want it once the Store seam
- * exists: an acquire that waits (a ticket, the store's wake-ups, the poll bound) up to its
- * timeout; a hold's validity on the caller's monotonic clock; a watchdog that renews every
+ * Lease life over the PostgreSQL store, as the named-store engine (src/named/) takes it: an
+ * acquire that waits (a ticket, the store's wake-ups, the poll bound) up to its timeout; a hold's validity on the caller's monotonic clock; a watchdog that renews every
  * renewable hold of this instance in one statement per tick; and a signal that aborts with
  * LockLostError the moment a hold can no longer be trusted (renewal refused, or no renewal
  * confirmed before the validity ran out).
  */
 import { driftMs } from "../clock.js";
-import { InvalidArgumentError, LockLostError, LockTimeoutError } from "../errors.js";
+import { ConflictError, InvalidArgumentError, LockLostError, LockTimeoutError } from "../errors.js";
 import { checkTimeout, checkTtl } from "../validate.js";
 import type { PostgresStore } from "./store.js";
 import type { AcquireRequest, ReleaseResult } from "./types.js";
@@ -32,6 +31,8 @@ export interface PgHeld {
 }
 
 export interface PgLockRequest extends Omit<AcquireRequest, "ticketMs" | "ttlMs"> {
+  /** A renewed hold's lease, ms (default: the instance's `ttlMs`); the watchdog renews it every third of it. */
+  readonly ttlMs?: number;
   /** A fixed lease that nobody renews; absent: `ttlMs` of the instance's watchdog, renewed each tick. */
   readonly leaseTimeMs?: number;
   /** How long to wait: 0 is one attempt, Infinity no bound. */
@@ -58,6 +59,8 @@ export class PostgresLocks {
   private readonly lives = new Map<string, Life>();
   private readonly ttlMs: number;
   private tick: ReturnType<typeof setInterval> | undefined;
+  /** The tick's period, ms: a third of the shortest renewed ttl it has had to keep. */
+  private tickMs = Infinity;
   private ticking = false;
   /**
    * How long a waiter's ticket lives without a refresh (each attempt refreshes it, at least every
@@ -85,7 +88,7 @@ export class PostgresLocks {
       ...(request.limit === undefined ? {} : { limit: request.limit }),
       ...(request.entry === undefined ? {} : { entry: request.entry }),
     };
-    const ttlMs = fixed ?? this.ttlMs;
+    const ttlMs = fixed ?? (request.ttlMs === undefined ? this.ttlMs : checkTtl("request.ttlMs", request.ttlMs));
     const started = performance.now();
     const first = attempt.names[0] ?? "";
     const watch = timeoutMs > 0 ? this.store.watch(first, attempt.hold) : undefined;
@@ -95,7 +98,7 @@ export class PostgresLocks {
         const left = started + timeoutMs - performance.now();
         const r = await this.store.acquire({ ...attempt, ttlMs, ticketMs: timeoutMs > 0 ? this.ticketMs : 0 });
         if (r.status === "gone") throw new LockLostError(first, "expired", "the hold to re-enter is not live");
-        if (r.status === "conflict") throw new InvalidArgumentError("request.limit", attempt.limit, `the stored limit ${r.limit}`);
+        if (r.status === "conflict") throw new ConflictError(first, `the semaphore's stored limit is ${r.limit}, not ${attempt.limit}`);
         if (r.status !== "busy") return this.held(r.status, { names: attempt.names, hold: r.hold, token: r.token, tokens: r.tokens }, r.validUntil, ttlMs, fixed === undefined);
         if (left <= 0 || !watch) throw new LockTimeoutError(first, performance.now() - started, timeoutMs);
         await watch.next(Math.min(left, r.waitMs + 5), signal);
@@ -121,7 +124,7 @@ export class PostgresLocks {
     }
     life.entries++;
     this.arm(life);
-    if (renewed) this.start();
+    if (renewed) this.start(life.ttlMs);
     const l = life;
     return { status, ref, signal: l.controller.signal, heldUntil: () => (l.controller.signal.aborted ? 0 : l.until) };
   }
@@ -138,9 +141,13 @@ export class PostgresLocks {
     if (!life.controller.signal.aborted) life.controller.abort(new LockLostError(life.ref.names[0]!, reason, detail));
   }
 
-  private start(): void {
-    if (this.tick) return;
-    this.tick = setInterval(() => void this.renewAll(), Math.max(10, Math.floor(this.ttlMs / 3)));
+  private start(ttlMs: number): void {
+    const period = Math.max(10, Math.floor(ttlMs / 3));
+    if (this.tick && period >= this.tickMs) return;
+    // A hold with a shorter ttl than any before it: the tick must come often enough for it too.
+    if (this.tick) clearInterval(this.tick);
+    this.tickMs = period;
+    this.tick = setInterval(() => void this.renewAll(), period);
     this.tick.unref();
   }
 
@@ -151,6 +158,7 @@ export class PostgresLocks {
     if (lives.length === 0) {
       if (this.tick) clearInterval(this.tick);
       this.tick = undefined;
+      this.tickMs = Infinity;
       return;
     }
     this.ticking = true;
@@ -199,6 +207,7 @@ export class PostgresLocks {
       life.until = Math.max(sent, r.validUntil - driftMs(ttlMs));
       life.ttlMs = ttlMs;
       this.arm(life);
+      if (life.renewed) this.start(ttlMs);
     }
     return held.heldUntil();
   }
@@ -207,6 +216,7 @@ export class PostgresLocks {
   close(): void {
     if (this.tick) clearInterval(this.tick);
     this.tick = undefined;
+    this.tickMs = Infinity;
     for (const life of this.lives.values()) if (life.timer) clearTimeout(life.timer);
     this.lives.clear();
   }

@@ -11,6 +11,7 @@ import { InvalidArgumentError, LockLostError, LockNotHeldError, QuorumError } fr
 import type { ExclusiveKeys } from "../keys.js";
 import type { Lease } from "../lease/lease.js";
 import { decideHold } from "../quorum/votes.js";
+import type { Engine, ElectionOps } from "../engine.js";
 import type { Runtime } from "../runtime.js";
 import { scripts } from "../scripts/index.js";
 import { checkOptions, checkSignal, checkTimeout } from "../validate.js";
@@ -47,7 +48,7 @@ const INTERNAL = Symbol("surelock.election");
 
 /** The election's mutex: a fresh hold per campaign, never shared by owner, never re-entered. */
 class Candidacy extends Lock {
-  constructor(rt: Runtime, keys: ExclusiveKeys, ttlMs: number) {
+  constructor(rt: Engine, keys: ExclusiveKeys, ttlMs: number) {
     super(rt, {
       key: keys.key,
       target: { family: "exclusive", keys, announce: true },
@@ -69,27 +70,31 @@ class Candidacy extends Lock {
 export class Election {
   /** The election's name. */
   readonly name: string;
-  readonly #rt: Runtime;
-  readonly #keys: ExclusiveKeys;
+  readonly #rt: Engine;
+  readonly #ops: ElectionOps;
   readonly #candidacy: Candidacy;
   /** Campaigns still waiting: resign() interrupts them. */
   readonly #campaigns = new Set<AbortController>();
   /** Leaderships won through this object and not given up through it. */
   readonly #leading = new Set<Lease>();
-  /** How many proclaims each leadership has sent: the next one's number is one more. */
-  readonly #proclaims = new WeakMap<Lease, number>();
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, name: string, ttlMs: number) {
+  private constructor(token: typeof INTERNAL, rt: Engine, name: string, ttlMs: number, ops: (keys: ExclusiveKeys) => ElectionOps) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.election()");
     this.name = name;
     this.#rt = rt;
-    this.#keys = rt.keys.exclusive(name, "election");
-    this.#candidacy = new Candidacy(rt, this.#keys, ttlMs);
+    const keys = rt.keys.exclusive(name, "election");
+    this.#ops = ops(keys);
+    this.#candidacy = new Candidacy(rt, keys, ttlMs);
   }
 
   /** @internal Use `Surelock.election()`. */
   static _create(rt: Runtime, name: string, ttlMs: number): Election {
-    return new Election(INTERNAL, rt, name, ttlMs);
+    return new Election(INTERNAL, rt, name, ttlMs, (keys) => redisElection(rt, name, keys));
+  }
+
+  /** @internal An election on another store than Redis. Use `Surelock.election()`. */
+  static _createOn(engine: Engine, ops: ElectionOps, name: string, ttlMs: number): Election {
+    return new Election(INTERNAL, engine, name, ttlMs, () => ops);
   }
 
   /**
@@ -115,7 +120,7 @@ export class Election {
       try {
         // Aborted or resigned while the lock was being granted: step down rather than lead.
         stop.throwIfInterrupted();
-        await this.#proclaim(lease, value);
+        await this.#ops.proclaim(lease, value);
         stop.throwIfInterrupted();
       } catch (error) {
         await lease.release().catch(() => {});
@@ -147,7 +152,7 @@ export class Election {
     this.#prune();
     const lease = [...this.#leading].find((l) => l.held);
     if (!lease) throw new LockNotHeldError(this.name, "this Election object does not lead (campaign() first)");
-    await this.#proclaim(lease, checked);
+    await this.#ops.proclaim(lease, checked);
     publish("leader", () => ({ name: this.name, event: "proclaimed", owner: lease.owner, fencingToken: lease.fencingToken }));
   }
 
@@ -170,10 +175,10 @@ export class Election {
     if (failed) throw failed.reason;
   }
 
-  /** The current leader, read from Redis (a majority of the nodes in quorum mode), or null if there is none. */
+  /** The current leader, read from the store (Redis: a majority of the nodes in quorum mode), or null if there is none. */
   async leader(): Promise<Leader | null> {
     this.#rt.assertOpen();
-    return decideLeader(this.name, await this.#rt.store.broadcast(() => scripts.readLeader.call({ lock: this.#keys.lock }, {})));
+    return this.#ops.leader();
   }
 
   /**
@@ -185,29 +190,7 @@ export class Election {
     const o = checkOptions<ObserveOptions>("options", options, ["signal"]);
     const signal = o.signal === undefined ? undefined : checkSignal("options.signal", o.signal);
     this.#rt.assertOpen();
-    return observeLeader({ rt: this.#rt, channel: this.#keys.channel, read: () => this.leader(), signal });
-  }
-
-  /**
-   * Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone
-   * is lost. Each proclaim of a leadership is numbered, so that a node keeps the newest it was sent
-   * and a read in quorum mode takes the newest a majority shows (docs/quorum.md, "Elections").
-   */
-  async #proclaim(lease: Lease, value: string | null): Promise<void> {
-    const hold = lease._hold;
-    const seq = (this.#proclaims.get(lease) ?? 0) + 1;
-    this.#proclaims.set(lease, seq);
-    const answers = await race(this.#rt.store.broadcast((command) => scripts.proclaim.call(
-      { lock: this.#keys.lock, channel: this.#keys.channel },
-      { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command, seq: String(seq) },
-    )), hold.lostSignal);
-    answered(this.name, "proclaim", answers);
-    const state = decideHold(votesOf(answers), answers.length);
-    if (state === "held") return;
-    if (state === undefined) {
-      throw new QuorumError(this.name, "proclaim", answers.map((a) => (a.ok ? { node: a.node, ok: a.value === "held" } : { node: a.node, ok: false, error: a.error })));
-    }
-    throw hold.lose(state === "taken" ? "taken" : "expired", "found on proclaim");
+    return observeLeader({ rt: this.#rt, listen: (poke) => this.#ops.listen(poke), read: () => this.leader(), signal });
   }
 
   /** Forgets leaderships that ended without resign() (released directly, or lost). */
@@ -223,3 +206,36 @@ function checkValue(name: string, value: unknown): string {
   return value;
 }
 
+
+/** An election on Redis: the value in the candidacy's lock hash, read by script, announced on its channel. */
+function redisElection(rt: Runtime, name: string, keys: ExclusiveKeys): ElectionOps {
+  /** How many proclaims each leadership has sent: the next one's number is one more. */
+  const proclaims = new WeakMap<Lease, number>();
+  return {
+    /**
+     * Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone
+     * is lost. Each proclaim of a leadership is numbered, so that a node keeps the newest it was sent
+     * and a read in quorum mode takes the newest a majority shows (docs/quorum.md, "Elections").
+     */
+    async proclaim(lease, value) {
+      const hold = lease._hold;
+      const seq = (proclaims.get(lease) ?? 0) + 1;
+      proclaims.set(lease, seq);
+      const answers = await race(rt.store.broadcast((command) => scripts.proclaim.call(
+        { lock: keys.lock, channel: keys.channel },
+        { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command, seq: String(seq) },
+      )), hold.lostSignal);
+      answered(name, "proclaim", answers);
+      const state = decideHold(votesOf(answers), answers.length);
+      if (state === "held") return;
+      if (state === undefined) {
+        throw new QuorumError(name, "proclaim", answers.map((a) => (a.ok ? { node: a.node, ok: a.value === "held" } : { node: a.node, ok: false, error: a.error })));
+      }
+      throw hold.lose(state === "taken" ? "taken" : "expired", "found on proclaim");
+    },
+    async leader() {
+      return decideLeader(name, await rt.store.broadcast(() => scripts.readLeader.call({ lock: keys.lock }, {})));
+    },
+    listen: (poke) => rt.listen(keys.channel, { message: (m) => { if (m === "e") poke(); }, missed: poke }),
+  };
+}

@@ -7,6 +7,7 @@ import { Interruption, race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { LatchKeys } from "../keys.js";
+import type { LatchOps } from "../engine.js";
 import type { Runtime } from "../runtime.js";
 import { scripts, type LatchReply } from "../scripts/index.js";
 import type { NodeAnswer } from "../store/types.js";
@@ -43,7 +44,10 @@ export interface LatchWaitOptions {
   readonly signal?: AbortSignal;
 }
 
+export type { LatchOps } from "../engine.js";
+
 const INTERNAL = Symbol("surelock.latch");
+
 
 export class CountDownLatch {
   /** The latch's name. */
@@ -52,21 +56,24 @@ export class CountDownLatch {
   readonly initialCount: number;
   /** How long Redis keeps it after its last count down, ms. */
   readonly ttl: number;
-  readonly #rt: Runtime;
-  readonly #keys: LatchKeys;
+  readonly #ops: LatchOps;
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, count: number, ttlMs: number) {
+  private constructor(token: typeof INTERNAL, ops: LatchOps | Runtime, key: string, count: number, ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.latch()");
     this.key = key;
     this.initialCount = count;
     this.ttl = ttlMs;
-    this.#rt = rt;
-    this.#keys = rt.keys.latch(key);
+    this.#ops = "store" in ops ? redisLatch(ops, key, count, ttlMs) : ops;
   }
 
   /** @internal Use `Surelock.latch()`. */
   static _create(rt: Runtime, key: string, count: number, ttlMs: number): CountDownLatch {
     return new CountDownLatch(INTERNAL, rt, key, count, ttlMs);
+  }
+
+  /** @internal A latch on another store than Redis. Use `Surelock.latch()`. */
+  static _createOn(ops: LatchOps, key: string, count: number, ttlMs: number): CountDownLatch {
+    return new CountDownLatch(INTERNAL, ops, key, count, ttlMs);
   }
 
   /**
@@ -76,22 +83,17 @@ export class CountDownLatch {
    */
   async countDown(options?: CountDownOptions): Promise<number> {
     const o = checkOptions<CountDownOptions>("options", options, ["id"]);
-    const id = o.id === undefined ? this.#rt.ids.id() : checkOwner("options.id", o.id);
-    this.#rt.assertOpen();
-    const answers = await this.#rt.store.broadcast((command) => scripts.countDown.call(
-      { latch: this.#keys.state, channel: this.#keys.channel },
-      { id, count: this.initialCount, ttl: this.ttl, publish: command },
-      this.#withIds(),
-    ));
-    const left = this.#left("countDown", answers);
-    publish("latch", () => ({ key: this.key, event: "countDown", count: left, counted: answers.some((a) => a.ok && a.value.status === "counted") }));
+    const id = o.id === undefined ? this.#ops.newId() : checkOwner("options.id", o.id);
+    this.#ops.assertOpen();
+    const { left, counted } = await this.#ops.countDown(id);
+    publish("latch", () => ({ key: this.key, event: "countDown", count: left, counted }));
     return left;
   }
 
   /** What is left of the count, read from Redis (the count itself for a latch Redis does not have). */
   async count(): Promise<number> {
-    this.#rt.assertOpen();
-    return this.#read();
+    this.#ops.assertOpen();
+    return this.#ops.read();
   }
 
   /**
@@ -104,7 +106,7 @@ export class CountDownLatch {
     const o = checkOptions<LatchWaitOptions>("options", options, ["timeout", "signal"]);
     const timeoutMs = o.timeout === undefined ? Infinity : checkTimeout("options.timeout", o.timeout);
     const signal = o.signal === undefined ? undefined : checkSignal("options.signal", o.signal);
-    const rt = this.#rt;
+    const rt = this.#ops;
     rt.assertOpen();
     const startedAt = rt.clock.now();
     const stop = new Interruption({
@@ -123,16 +125,16 @@ export class CountDownLatch {
     let subscription: { release(): void } | undefined;
     try {
       // The uncontended case (open already, or one look) needs no subscription.
-      if ((await race(this.#read(), stop.signal)) === 0) return this.#opened(startedAt);
+      if ((await race(rt.read(), stop.signal)) === 0) return this.#opened(startedAt);
       if (timeoutMs === 0) throw new LockTimeoutError(this.key, rt.clock.now() - startedAt, 0, "latch");
-      const s = rt.listen(this.#keys.channel, { message: poke, missed: poke });
+      const s = rt.listen(poke);
       subscription = s;
       await race(s.ready, stop.signal);
       for (let looks = 0; ; looks++) {
         // Look again now that we listen (an announcement made before we did went unheard), after
         // each announcement, and at least every pollInterval.
         poked = false;
-        const left = await race(this.#read(), stop.signal);
+        const left = await race(rt.read(), stop.signal);
         if (left === 0) return this.#opened(startedAt);
         if (looks === 0) publish("latch", () => ({ key: this.key, event: "waiting", count: left }));
         if (!poked) await this.#nextPoke(stop.signal, (w) => { wake = w; });
@@ -145,46 +147,13 @@ export class CountDownLatch {
     }
   }
 
-  async #read(): Promise<number> {
-    const answers = await this.#rt.store.broadcast(() => scripts.readLatch.call({ latch: this.#keys.state }, { count: this.initialCount }, this.#withIds()));
-    return this.#left("count", answers);
-  }
-
-  /** Quorum mode: the nodes list the ids they counted, so that a read can count distinct ones. */
-  #withIds(): { args: string[] } | undefined {
-    return this.#rt.store instanceof QuorumStore ? { args: ["1"] } : undefined;
-  }
-
-  /**
-   * What is left; a latch stored with another count is a conflict. In quorum mode a count down is
-   * an id added on the nodes it reached, and one that resolved reached a majority, which every
-   * majority of answers shares a node with: the latch is open once the answers (a majority) have
-   * `count` distinct ids between them, or a node counted them all itself (it is at 0). Two count
-   * downs acknowledged by different majorities (nodes at 1, 0, 1) open it; "a majority at 0" would not.
-   */
-  #left(operation: string, answers: readonly NodeAnswer<LatchReply>[]): number {
-    const replies = answered(this.key, operation, answers);
-    const seen = new Set<string>();
-    let least = this.initialCount;
-    for (const r of replies) {
-      if (r.status === "conflict") {
-        throw new ConflictError(this.key, `a latch of count ${r.count} is stored under this name, and this caller asked for ` +
-          `${this.initialCount}: every caller of one latch must agree`);
-      }
-      least = Math.min(least, r.left);
-      for (const id of r.ids) seen.add(id);
-    }
-    if (answers.length === 1 || least === 0) return least;
-    return Math.max(0, this.initialCount - seen.size);
-  }
-
   #opened(startedAt: number): void {
-    publish("latch", () => ({ key: this.key, event: "open", count: 0, waitedMs: this.#rt.clock.now() - startedAt }));
+    publish("latch", () => ({ key: this.key, event: "open", count: 0, waitedMs: this.#ops.clock.now() - startedAt }));
   }
 
   /** Resolves at the next announcement, after pollInterval, or when `stop` aborts. */
   #nextPoke(stop: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
-    const clock = this.#rt.clock;
+    const clock = this.#ops.clock;
     return new Promise<void>((resolve) => {
       if (stop.aborted) return resolve();
       const done = (): void => {
@@ -192,9 +161,57 @@ export class CountDownLatch {
         stop.removeEventListener("abort", done);
         resolve();
       };
-      const timer = clock.setTimeout(done, this.#rt.pollMs, true);
+      const timer = clock.setTimeout(done, this.#ops.pollMs, true);
       stop.addEventListener("abort", done, { once: true });
       setWake(done);
     });
   }
+}
+
+/** A latch on Redis: one hash per latch, counted down by a script on every node, opened on its channel. */
+function redisLatch(rt: Runtime, key: string, initialCount: number, ttl: number): LatchOps {
+  const keys: LatchKeys = rt.keys.latch(key);
+  /** Quorum mode: the nodes list the ids they counted, so that a read can count distinct ones. */
+  const withIds = (): { args: string[] } | undefined => (rt.store instanceof QuorumStore ? { args: ["1"] } : undefined);
+  /**
+   * What is left; a latch stored with another count is a conflict. In quorum mode a count down is
+   * an id added on the nodes it reached, and one that resolved reached a majority, which every
+   * majority of answers shares a node with: the latch is open once the answers (a majority) have
+   * `count` distinct ids between them, or a node counted them all itself (it is at 0). Two count
+   * downs acknowledged by different majorities (nodes at 1, 0, 1) open it; "a majority at 0" would not.
+   */
+  const left = (operation: string, answers: readonly NodeAnswer<LatchReply>[]): number => {
+    const replies = answered(key, operation, answers);
+    const seen = new Set<string>();
+    let least = initialCount;
+    for (const r of replies) {
+      if (r.status === "conflict") {
+        throw new ConflictError(key, `a latch of count ${r.count} is stored under this name, and this caller asked for ` +
+          `${initialCount}: every caller of one latch must agree`);
+      }
+      least = Math.min(least, r.left);
+      for (const id of r.ids) seen.add(id);
+    }
+    if (answers.length === 1 || least === 0) return least;
+    return Math.max(0, initialCount - seen.size);
+  };
+  return {
+    clock: rt.clock,
+    get closed() { return rt.closed; },
+    pollMs: rt.pollMs,
+    assertOpen: () => rt.assertOpen(),
+    newId: () => rt.ids.id(),
+    async countDown(id) {
+      const answers = await rt.store.broadcast((command) => scripts.countDown.call(
+        { latch: keys.state, channel: keys.channel },
+        { id, count: initialCount, ttl, publish: command },
+        withIds(),
+      ));
+      return { left: left("countDown", answers), counted: answers.some((a) => a.ok && a.value.status === "counted") };
+    },
+    async read() {
+      return left("count", await rt.store.broadcast(() => scripts.readLatch.call({ latch: keys.state }, { count: initialCount }, withIds())));
+    },
+    listen: (poke) => rt.listen(keys.channel, { message: poke, missed: poke }),
+  };
 }

@@ -53,8 +53,9 @@ export function sameLeader(a: Leader | null, b: Leader | null): boolean {
 }
 
 export interface ObserveRequest {
-  readonly rt: Runtime;
-  readonly channel: string;
+  readonly rt: Pick<Runtime, "clock" | "closed">;
+  /** Listens for changes (Redis: the election's channel; another store: its own wake-ups or a poll). */
+  readonly listen: (poke: () => void) => { readonly ready: Promise<unknown>; release(): void };
   readonly read: () => Promise<Leader | null>;
   readonly signal: AbortSignal | undefined;
 }
@@ -78,7 +79,7 @@ export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader |
     stale = true;
     wake?.();
   };
-  const subscription = rt.listen(o.channel, { message: (m) => { if (m === "e") poke(); }, missed: poke });
+  const subscription = o.listen(poke);
   try {
     await race(subscription.ready, stop.signal);
     let last: Leader | null | undefined;

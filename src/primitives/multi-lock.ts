@@ -9,7 +9,7 @@
  */
 import { InvalidArgumentError } from "../errors.js";
 import { slotOf } from "../keys.js";
-import type { Runtime } from "../runtime.js";
+import type { Engine } from "../engine.js";
 import { checkKey } from "../validate.js";
 import { Lock } from "./lock.js";
 
@@ -31,7 +31,7 @@ export class MultiLock extends Lock {
   /** The keys, in the order given. */
   readonly keys: readonly string[];
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, keys: readonly string[], ttlMs: number) {
+  private constructor(token: typeof INTERNAL, rt: Engine, keys: readonly string[], ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.multiLock()");
     const multi = rt.keys.multi(keys);
     const locks = multi.each.map((k) => k.lock);
@@ -57,7 +57,7 @@ export class MultiLock extends Lock {
   }
 
   /** @internal Use `Surelock.multiLock()`. */
-  static _create(rt: Runtime, keys: readonly string[], ttlMs: number): MultiLock {
+  static _create(rt: Engine, keys: readonly string[], ttlMs: number): MultiLock {
     return new MultiLock(INTERNAL, rt, keys, ttlMs);
   }
 }
@@ -66,7 +66,7 @@ export class MultiLock extends Lock {
  * Checks a multiLock's keys: a non-empty array of distinct keys; on a Cluster, of one slot (one
  * script takes them all), which keys with a common hash tag (`{order}:a`, `{order}:b`) share.
  */
-export function checkMultiKeys(rt: Runtime, value: unknown, cluster: boolean): readonly string[] {
+export function checkMultiKeys(rt: Engine, value: unknown, cluster: boolean): readonly string[] {
   if (!Array.isArray(value) || value.length === 0) throw new InvalidArgumentError("keys", value, "a non-empty array of keys");
   const keys = (value as unknown[]).map((k, i) => checkKey(`keys[${i}]`, k));
   keys.forEach((k, i) => {

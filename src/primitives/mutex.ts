@@ -1,5 +1,5 @@
 /** A reentrant mutual-exclusion lock on one key. */
-import type { Runtime } from "../runtime.js";
+import type { Engine } from "../engine.js";
 import { Lock } from "./lock.js";
 
 /** Options of `Surelock.mutex()`. */
@@ -20,7 +20,7 @@ const INTERNAL = Symbol("surelock.mutex");
  * `owner` shares the lock on purpose; the lock is freed at its hold's last release.
  */
 export class Mutex extends Lock {
-  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number) {
+  private constructor(token: typeof INTERNAL, rt: Engine, key: string, ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.mutex()");
     const keys = rt.keys.exclusive(key);
     super(rt, {
@@ -43,7 +43,7 @@ export class Mutex extends Lock {
   }
 
   /** @internal Use `Surelock.mutex()`. */
-  static _create(rt: Runtime, key: string, ttlMs: number): Mutex {
+  static _create(rt: Engine, key: string, ttlMs: number): Mutex {
     return new Mutex(INTERNAL, rt, key, ttlMs);
   }
 }

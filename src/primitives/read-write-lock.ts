@@ -5,7 +5,7 @@
  * a waiting writer; a flow that holds only a read and asks for the write side would wait for
  * itself, so that is refused at once (DeadlockError).
  */
-import type { Runtime } from "../runtime.js";
+import type { Engine } from "../engine.js";
 import { Lock, type Reentry } from "./lock.js";
 import type { Section } from "../lease/sections.js";
 
@@ -22,7 +22,7 @@ export class ReadWriteSide extends Lock {
   /** Which side this is. */
   readonly mode: "read" | "write";
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number, mode: "read" | "write") {
+  private constructor(token: typeof INTERNAL, rt: Engine, key: string, ttlMs: number, mode: "read" | "write") {
     if (token !== INTERNAL) throw new TypeError("use Surelock.readWriteLock()");
     const keys = rt.keys.shared(key, "rw");
     super(rt, {
@@ -39,7 +39,7 @@ export class ReadWriteSide extends Lock {
   }
 
   /** @internal */
-  static _create(rt: Runtime, key: string, ttlMs: number, mode: "read" | "write"): ReadWriteSide {
+  static _create(rt: Engine, key: string, ttlMs: number, mode: "read" | "write"): ReadWriteSide {
     return new ReadWriteSide(INTERNAL, rt, key, ttlMs, mode);
   }
 }
@@ -62,7 +62,7 @@ export class ReadWriteLock {
   readonly #read: ReadWriteSide;
   readonly #write: ReadWriteSide;
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number) {
+  private constructor(token: typeof INTERNAL, rt: Engine, key: string, ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.readWriteLock()");
     this.key = key;
     this.#read = ReadWriteSide._create(rt, key, ttlMs, "read");
@@ -70,7 +70,7 @@ export class ReadWriteLock {
   }
 
   /** @internal Use `Surelock.readWriteLock()`. */
-  static _create(rt: Runtime, key: string, ttlMs: number): ReadWriteLock {
+  static _create(rt: Engine, key: string, ttlMs: number): ReadWriteLock {
     return new ReadWriteLock(INTERNAL, rt, key, ttlMs);
   }
 

@@ -1,6 +1,6 @@
 /** A counting semaphore: up to `permits` permits held at once, taken one or several at a time. */
 import type { Lease } from "../lease/lease.js";
-import type { Runtime } from "../runtime.js";
+import type { Engine } from "../engine.js";
 import type { SharedTarget } from "../store/types.js";
 import { checkPositiveInt, MAX_PERMITS } from "../validate.js";
 import { Lock, type AcquireOptions, type LockedWork, type TryAcquireOptions } from "./lock.js";
@@ -35,13 +35,13 @@ const INTERNAL = Symbol("surelock.semaphore");
  * unless the limit was changed on purpose with `setPermits()`, which every caller then adopts.
  */
 export class Semaphore extends Lock {
-  readonly #rt: Runtime;
+  readonly #rt: Engine;
   /** The target acquisitions send: its `limit` is the one stored when Redis has none. */
   readonly #current: { target: SharedTarget };
   /** setPermits() calls made by this object: only the latest one's limit is adopted. */
   #changes = 0;
 
-  private constructor(token: typeof INTERNAL, rt: Runtime, key: string, ttlMs: number, permits: number) {
+  private constructor(token: typeof INTERNAL, rt: Engine, key: string, ttlMs: number, permits: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.semaphore()");
     const keys = rt.keys.shared(key, "sem");
     const current: { target: SharedTarget } = { target: { family: "shared", keys, limit: permits } };
@@ -61,7 +61,7 @@ export class Semaphore extends Lock {
   }
 
   /** @internal Use `Surelock.semaphore()`. */
-  static _create(rt: Runtime, key: string, ttlMs: number, permits: number): Semaphore {
+  static _create(rt: Engine, key: string, ttlMs: number, permits: number): Semaphore {
     return new Semaphore(INTERNAL, rt, key, ttlMs, permits);
   }
 
@@ -110,10 +110,8 @@ export class Semaphore extends Lock {
     const rt = this.#rt;
     rt.assertOpen();
     const change = ++this.#changes;
-    const grants = await rt.store.setPermits(this.#current.target, limit, rt.ids.id());
+    await rt.setPermits(this.#current.target, limit);
     // Calls overlapping on one connection are applied in the order they were made.
     if (change === this.#changes) this.#current.target = { ...this.#current.target, limit };
-    // A waiter of this process may be among those served (the announcements reach it too).
-    rt.handOver(grants);
   }
 }
