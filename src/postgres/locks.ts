@@ -62,18 +62,11 @@ export class PostgresLocks {
   /** The tick's period, ms: a third of the shortest renewed ttl it has had to keep. */
   private tickMs = Infinity;
   private ticking = false;
-  /**
-   * How long a waiter's ticket lives without a refresh (each attempt refreshes it, at least every
-   * poll bound): long enough that a loaded machine's slow attempts never lose a live waiter its
-   * place, short enough that a crashed waiter stops blocking those behind it soon.
-   */
-  private readonly ticketMs: number;
   /** Watchdog ticks that sent a renewal (one statement each). */
   ticks = 0;
 
   constructor(readonly store: PostgresStore, options: PostgresLocksOptions = {}) {
     this.ttlMs = options.ttlMs === undefined ? 30_000 : checkTtl("options.ttlMs", options.ttlMs);
-    this.ticketMs = Math.max(10_000, store.capabilities.pollMs * 10);
   }
 
   /** Acquires (or re-enters), waiting up to `timeoutMs`; rejects with LockTimeoutError, or the signal's reason. */
@@ -96,7 +89,7 @@ export class PostgresLocks {
       for (;;) {
         signal?.throwIfAborted();
         const left = started + timeoutMs - performance.now();
-        const r = await this.store.acquire({ ...attempt, ttlMs, ticketMs: timeoutMs > 0 ? this.ticketMs : 0 });
+        const r = await this.store.acquire({ ...attempt, ttlMs, ticketMs: timeoutMs > 0 ? this.ticketMs(ttlMs) : 0 });
         if (r.status === "gone") throw new LockLostError(first, "expired", "the hold to re-enter is not live");
         if (r.status === "conflict") throw new ConflictError(first, `the semaphore's stored limit is ${r.limit}, not ${attempt.limit}`);
         if (r.status !== "busy") return this.held(r.status, { names: attempt.names, hold: r.hold, token: r.token, tokens: r.tokens }, r.validUntil, ttlMs, fixed === undefined);
@@ -113,6 +106,18 @@ export class PostgresLocks {
     } finally {
       watch?.close();
     }
+  }
+
+  /**
+   * How long a waiter's ticket lives without a refresh. Each attempt refreshes it, and attempts
+   * come at least every poll bound, each within the call bound: the ticket outlives two such gaps,
+   * so a live waiter keeps its place. Past that it lapses after about the lock's ttl (10 s at
+   * most), as on Redis: a waiter that crashed, or failed while the server was down, stops blocking
+   * those behind it soon.
+   */
+  private ticketMs(ttlMs: number): number {
+    const { pollMs, callTimeoutMs } = this.store.capabilities;
+    return Math.max(Math.min(ttlMs, 10_000), 2 * pollMs + callTimeoutMs);
   }
 
   private held(status: "founded" | "entered", ref: PgHoldRef, validUntil: number, ttlMs: number, renewed: boolean): PgHeld {

@@ -5,7 +5,7 @@
  * PgBouncer. So every waiter also polls within a bound, and a reconnection tells every listener to
  * look again (`resync`), since notifications sent meanwhile are gone.
  */
-import { run } from "./calls.js";
+import { giveBack, run } from "./calls.js";
 import type { PgPool, PgPoolClient, WakeUp } from "./types.js";
 
 type Listener = (wake: WakeUp) => void;
@@ -79,7 +79,8 @@ export class Wakeups {
       // Anything sent before the LISTEN took effect is lost: have everyone look.
       this.broadcast({ kind: "resync" });
     } catch {
-      if (client) client.release(true);
+      // run() ends a client whose LISTEN got no answer in time: giveBack tolerates a second release.
+      if (client) giveBack(client, true);
       this.schedule();
     }
   }
