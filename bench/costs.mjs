@@ -40,7 +40,7 @@ const generated = readFileSync(fileURLToPath(new URL("../src/scripts/lua.generat
 
 /** A generated script's text and SHA1, by its name in LUA (`acquire`, `release`). */
 function script(name) {
-  const m = new RegExp(`\\n  ${name}: \\{\\n    name: "[^"]+",\\n    sha: "(\\w+)",[\\s\\S]*?\\n    lua: ("(?:[^"\\\\]|\\\\.)*"),\\n  \\},`).exec(generated);
+  const m = new RegExp(`\\n  ${name}: \\{\\n    name: "[^"]+",\\n    sha: "(\\w+)",[\\s\\S]*?\\n    lua: ("(?:[^"\\\\]|\\\\.)*")(?: as string)?,\\n  \\},`).exec(generated);
   if (!m) throw new Error(`script ${name} not found in src/scripts/lua.generated.ts`);
   return { sha: m[1], lua: JSON.parse(m[2]) };
 }
@@ -184,13 +184,14 @@ async function memory(port, control) {
 async function perCall(client) {
   const acquire = script("acquire").lua;
   // The generated acquire script up to its body: the bound KEYS and ARGV and the library's helper functions.
-  const preamble = acquire.slice(0, acquire.lastIndexOf("\nlocal ttlMs, leaseMs"));
+  // Its helper functions: the text from the first helper to the body (after the uncontended path, which returns before them).
+  const helpers = acquire.slice(acquire.indexOf("\nlocal clockUs"), acquire.lastIndexOf("\nlocal ttlMs, leaseMs"));
   const bindings = acquire.split("\n").filter((l) => /^local \w+(, \w+)* = (KEYS|ARGV)\[1\]/.test(l)).join("\n");
   const times = (line) => `${Array.from({ length: 20 }, () => line).join("\n")}\nreturn 1`;
   const probes = [
     ["EVALSHA of `return 1`", "return 1", 1],
     ["the KEYS and ARGV bound to locals", `${bindings}\nreturn 1`, 1],
-    ["acquire's helper functions defined (its text before the body)", `${preamble}\nreturn 1`, 1],
+    ["acquire's helper functions defined (off the uncontended path only)", `${bindings}${helpers}\nreturn 1`, 1],
     ["HMGET of 6 fields", times("redis.call('HMGET', KEYS[1], 'o', 'h', 't', '@' .. ARGV[2], 'c', 'l')"), 20],
     ["LINDEX of an empty queue", times("redis.call('LINDEX', KEYS[2], 0)"), 20],
     ["HSET of 6 fields", times("redis.call('HSET', KEYS[1], 'c', '1795677947527117', 'o', ARGV[1], 'h', ARGV[2], 't', '1795677947527117', 'n', 1, '@' .. ARGV[2], 1)"), 20],
@@ -238,9 +239,9 @@ async function split(client) {
       const base = `costs:{b:${loop}}`;
       const hold = `abcdefghijkl.${(++ids).toString(36)}`;
       const a = await client.evalsha(acquire.sha, 3, `${base}:lock`, `${base}:queue`, `${base}:tickets`,
-        `host:1234:${hold}`, hold, hold, 10_000, "", 3_000);
-      await client.evalsha(release.sha, 5, `${base}:lock`, `${base}:queue`, `${base}:tickets`, `${base}:wake`, `${base}:released:${hold}`,
-        hold, hold, String(a[1]), 300_000, 4_000, "1", "PUBLISH");
+        `host:1234:${hold}`, hold, hold, 10_000, "", 3_000, 10_000);
+      await client.evalsha(release.sha, 5, `${base}:lock`, `${base}:queue`, `${base}:tickets`, `${base}:wake`, `${base}:released`,
+        hold, hold, String(a[1]), 300_000, 10_000, "1", "PUBLISH", "abcdefghijkl");
     },
     "floor (SET NX PX + compare-and-delete)": async (loop) => {
       const token = `t${++ids}`;
