@@ -70,6 +70,7 @@ export class Runtime implements LeaseRuntime {
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({
       store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
+      callBoundMs: o.callBoundMs,
     });
     // The waiting room hears every channel; other listeners hear the channels they asked for.
     const handler: WakeupHandler = {
