@@ -4,8 +4,9 @@
 -- `hold` '*': whichever hold has this entry (abandoning a join by owner whose answer was lost).
 -- `token`: the hold's token on this node ('0' if unknown: then the hold id alone must match).
 -- `keep`: how long the freed hash keeps its counter (ms). `released`: the lock's recorded epochs
--- (lib/exclusive.lua, keepEpoch), and the prefix of its tombstones, `<released>:<hold>` (set for
--- `window` ms when a hold served from the line ends, for its ticket's late refresh).
+-- (lib/exclusive.lua, keepEpoch), and the prefix of its tombstones (set for `window` ms):
+-- `<released>:<entry>` for an entry given back while the hold's others remain (the hold may still
+-- expire), `<released>:<hold>` when a hold served from the line ends (for its ticket's late refresh).
 -- `grant` '1': grant the freed lock to the queue's head (single-node mode). `publish`: PUBLISH,
 -- or SPUBLISH in a Cluster. `here`: the caller's instance, its tickets' id prefix ('' none): a
 -- grant to one of them goes unannounced, the caller hands it over from this reply (saving a message).
@@ -36,6 +37,9 @@ local mine = st[1] == hold and (token == '0' or (st[3] or st[5]) == token)
 if mine and hasEntry(st[1], entry, st[4]) then
   local n = tonumber(st[2] or 1)
   if n > 1 then
+    -- The hold lives on and may yet expire (taking the epoch with it): this entry's release
+    -- leaves a tombstone of its own, as a re-entry's is no uncontended path.
+    redis.call('SET', released .. ':' .. entry, '1', 'PX', window)
     dropEntry(lock, hold, entry, n)
     return {2, n - 1}
   end
@@ -49,6 +53,6 @@ if token ~= '0' then
   local t, b = tonumber(token), tonumber(st[7])
   if (b and t >= b and t <= tonumber(st[5])) or inEpochs(released, t) then return {3} end
 end
-if redis.call('EXISTS', released .. ':' .. hold) == 1 then return {3} end
+if redis.call('EXISTS', released .. ':' .. entry, released .. ':' .. hold) > 0 then return {3} end
 if st[1] then return {-1, redis.call('PTTL', lock)} end
 return {0}
