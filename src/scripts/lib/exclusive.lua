@@ -27,7 +27,7 @@ end
 local function keepEpoch(released, b, c, pttl, window)
   if not b or not c or pttl >= window then return end
   redis.call('ZADD', released, c, b)
-  if redis.call('PTTL', released) < window then redis.call('PEXPIRE', released, window) end
+  redis.call('PEXPIRE', released, window)
 end
 
 -- Whether a hold of token `token` ended in a recorded epoch of `released` (not by expiry).
@@ -42,12 +42,13 @@ end
 local function found(lock, hold, owner, entry, ttl, c, b, mark, released, window)
   local token = tokenAfter(c)
   if released then keepEpoch(released, b and tonumber(b), c and tonumber(c), ttl, window) end
-  if c then
-    redis.call('HSET', lock, 'c', token, 'o', owner, 'h', hold)
+  -- One HSET: the birth only with a new hash, the mark only for a hold served from the line.
+  local birth = c and 'c' or 'b'
+  if mark == '1' then
+    redis.call('HSET', lock, 'c', token, birth, token, 'o', owner, 'h', hold, 'q', 1)
   else
-    redis.call('HSET', lock, 'c', token, 'b', token, 'o', owner, 'h', hold)
+    redis.call('HSET', lock, 'c', token, birth, token, 'o', owner, 'h', hold)
   end
-  if mark == '1' then redis.call('HSET', lock, 'q', 1) end
   if entry ~= hold then redis.call('HSET', lock, '@' .. entry, 1) end
   redis.call('PEXPIRE', lock, ttl)
   return token
