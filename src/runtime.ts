@@ -37,6 +37,11 @@ export interface RuntimeOptions {
   readonly closeMs: number;
   /** The longest a store call can take before it settles by itself, ms. */
   readonly callBoundMs: number;
+  /**
+   * The longest an acquire's first attempt takes before it settles by itself, when that bound is
+   * sure (one deployment: its command timeout); absent, every wait makes its interruption at once.
+   */
+  readonly attemptBoundMs?: number;
 }
 
 export class Runtime implements LeaseRuntime {
@@ -70,7 +75,7 @@ export class Runtime implements LeaseRuntime {
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({
       store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
-      callBoundMs: o.callBoundMs,
+      callBoundMs: o.attemptBoundMs,
     });
     // The waiting room hears every channel; other listeners hear the channels they asked for.
     const handler: WakeupHandler = {
