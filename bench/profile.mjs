@@ -5,6 +5,7 @@
 //
 //   npm run bench -- --profile W1              1 and 50 loops, 4 s windows
 //   node bench/profile.mjs --loops 50 --seconds 8 --top 40
+//   node bench/profile.mjs --nodes 5 --loops 1      quorum mode over 5 primaries (the floor as a bare Redlock)
 //
 // The .cpuprofile files stay in a temporary directory (printed; open them in Chrome DevTools).
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -27,11 +28,11 @@ function option(argv, name, fallback) {
 }
 
 
-async function profileOnce(entry, { port, loops, seconds, dir }) {
-  const file = path.join(dir, `w1-${entry.id.split(":")[0]}-${loops}-loops.cpuprofile`);
+async function profileOnce(entry, { ports, loops, seconds, dir }) {
+  const file = path.join(dir, `w1-${entry.id.split(":")[0]}-${loops}-loops-${ports.length}-nodes.cpuprofile`);
   const child = forkChild("profile-w1.mjs");
   try {
-    child.send({ entry, port, loops, warmupMs: 1000, durationMs: seconds * 1000, intervalUs: 100, file });
+    child.send({ entry, ports, loops, warmupMs: 1000, durationMs: seconds * 1000, intervalUs: 100, file });
     const done = await child.next("done", seconds * 1000 + 60_000);
     return { ...done, file, times: selfTimes(JSON.parse(readFileSync(file, "utf8"))) };
   } finally {
@@ -97,13 +98,15 @@ export async function main(argv) {
   const loopCounts = String(option(argv, "--loops", "1,50")).split(",").map(Number).filter((n) => n > 0);
   const seconds = Number(option(argv, "--seconds", "4"));
   const top = Number(option(argv, "--top", "25"));
+  const nodes = Number(option(argv, "--nodes", "1"));
   const dir = mkdtempSync(path.join(os.tmpdir(), "surelock-profile-"));
-  const server = await startRedis();
-  console.log(`profiling W1 (${loopCounts.join(" and ")} loops, ${seconds} s windows, sampling every 100 µs) on redis-server 127.0.0.1:${server.port}; profiles in ${dir}\n`);
+  const ports = [];
+  for (let i = 0; i < nodes; i++) ports.push((await startRedis()).port);
+  console.log(`profiling W1 (${loopCounts.join(" and ")} loops, ${seconds} s windows, sampling every 100 µs) on redis-server 127.0.0.1:${ports.join(", ")}; profiles in ${dir}\n`);
   try {
     for (const loops of loopCounts) {
       const runs = [];
-      for (const entry of LIBRARIES) runs.push({ entry, ...(await profileOnce(entry, { port: server.port, loops, seconds, dir })) });
+      for (const entry of LIBRARIES) runs.push({ entry, ...(await profileOnce(entry, { ports, loops, seconds, dir })) });
       console.log(report(loops, runs, top));
     }
     console.log("Self time = the samples that found a function on top of the stack. µs per cycle = its share of the busy samples × the process's CPU time per cycle (cpuUsage: user + system, all threads), because the time between samples is wall time and a process waiting for a CPU (the machine is shared) charges that wait to whatever was on the stack; \"profiled busy wall µs\" above cpuUsage shows how much of that there was. \"socket writes\": the bindings that call write(2) on the socket, mostly the kernel's loopback TCP send. \"V8 / native (program)\": V8 and native code outside JavaScript (socket reads, the event loop). Compare modules within one run, not runs.");

@@ -25,6 +25,8 @@ export const CHAIN = [
   { name: "runtime", members: ["src/runtime.ts"] },
   { name: "primitives", members: ["src/primitives/"] },
   { name: "facade", members: ["src/surelock.ts"] },
+  // Operators' reads and forced releases (inspectKey, forceRelease): scripts over an endpoint, beside the facade.
+  { name: "admin", members: ["src/admin.ts"] },
   { name: "index", members: ["src/index.ts"] },
 ];
 
@@ -55,9 +57,9 @@ export const SIDES = [
       "src/index.ts",
       // Public classes taken from their own modules.
       "src/surelock.ts", "src/errors.ts", "src/diagnostics.ts", "src/lease/lease.ts",
-      // Named internals: key names (inspect, list, release), the limits on durations, the clock an
-      // endpoint needs, the inspect and force-release scripts, and the endpoint over the CLI's own ioredis.
-      "src/keys.ts", "src/validate.ts", "src/clock.ts", "src/scripts/index.ts", "src/adapters/endpoint.ts", "src/adapters/ioredis.ts",
+      // Named internals: key names (list's SCAN patterns, exec's messages) and the limits on
+      // durations. Reads and forced releases go through the package's inspectKey and forceRelease.
+      "src/keys.ts", "src/validate.ts",
     ],
   },
 ];

@@ -1,8 +1,10 @@
 // Runs every test file under test/ with Node's test runner (through tsx for TypeScript).
 //
-//   node scripts/run-tests.mjs [--reporter NAME] [path-substring ...]
+//   node scripts/run-tests.mjs [--reporter NAME] [--tier NAME[,NAME]] [path-substring ...]
 //
-// A path substring runs a subset (`node scripts/run-tests.mjs test/lease`). A whole run measures
+// A path substring runs a subset (`node scripts/run-tests.mjs test/lease`); `--tier` runs the files
+// of some tiers (scripts/test-tiers.mjs: unit, memory, redis, deployments, package, soak). The
+// generated Lua and SQL modules are made again first. A whole run measures
 // coverage of src/ (c8, remapped to the TypeScript sources, child processes included) and fails
 // below the floor in .c8rc.json; `--no-coverage` or a subset skips it. The test counts are then
 // printed once more under the coverage report, so that the log ends with them. People get a compact
@@ -12,6 +14,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { RUN_ORDER, TIER_NAMES, tierOf } from "./test-tiers.mjs";
 
 const walk = (dir) =>
   readdirSync(dir).flatMap((name) => {
@@ -23,18 +26,38 @@ const args = process.argv.slice(2);
 let reporter = "./scripts/test-reporter.mjs";
 let coverage = true;
 const filters = [];
+let tiers;
 for (let i = 0; i < args.length; i++) {
   const arg = args[i];
   if (arg === "--reporter") reporter = args[++i] ?? reporter;
   else if (arg.startsWith("--reporter=")) reporter = arg.slice("--reporter=".length);
   else if (arg === "--no-coverage") coverage = false;
+  else if (arg === "--tier" || arg.startsWith("--tier=")) {
+    const value = arg === "--tier" ? args[++i] ?? "" : arg.slice("--tier=".length);
+    tiers = value.split(",").filter(Boolean);
+    const unknown = tiers.filter((t) => !TIER_NAMES.includes(t));
+    if (tiers.length === 0 || unknown.length > 0) {
+      console.error(`--tier: ${JSON.stringify(value)} names no tier of ${TIER_NAMES.join(", ")}`);
+      process.exit(2);
+    }
+  }
   else filters.push(arg);
 }
 
-const files = walk("test").filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
+// The longest tiers start first: with two files at a time, both lanes then end about together.
+const rank = (f) => RUN_ORDER.indexOf(tierOf(f));
+const files = walk("test")
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => tiers === undefined || tiers.includes(tierOf(f)))
+  .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
+}
+// The generated Lua and SQL modules follow their sources: an edited script never runs stale.
+for (const gen of ["scripts/gen-scripts.mjs", "scripts/gen-sql.mjs"]) {
+  const made = spawnSync(process.execPath, [gen], { stdio: "inherit" });
+  if (made.status !== 0) process.exit(made.status ?? 1);
 }
 const results = ".test-results";
 const summaryFile = join(results, "summary.txt");
@@ -44,7 +67,7 @@ mkdirSync(results, { recursive: true });
 // Two files at a time: the machine has two cores, and fault tests are sensitive to starvation.
 // A file may run up to 10 minutes: the torture regressions and the model checks take a few.
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
-const measured = coverage && filters.length === 0;
+const measured = coverage && filters.length === 0 && tiers === undefined;
 if (measured) rmSync("coverage", { recursive: true, force: true });
 const result = spawnSync(
   process.execPath,
@@ -55,7 +78,7 @@ const result = spawnSync(
     "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,
     ...files,
   ],
-  { stdio: "inherit", env: { ...process.env, SURELOCK_TEST_SUMMARY: summaryFile } },
+  { stdio: "inherit", env: { ...process.env, SURELOCK_TEST_SUMMARY: summaryFile, SURELOCK_TEST_TIERS: (tiers ?? []).join(",") } },
 );
 // c8 prints its coverage report after the tests: repeat the counts below it, as a log's last lines.
 if (measured && existsSync(summaryFile)) {

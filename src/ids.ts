@@ -27,9 +27,4 @@ export class Ids {
   owner(): string {
     return `${this.#where}:${this.id()}`;
   }
-
-  /** Whether `id` was made by this instance. */
-  mine(id: string): boolean {
-    return id.startsWith(`${this.instance}.`);
-  }
 }

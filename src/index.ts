@@ -25,6 +25,11 @@ export {
 } from "./errors.js";
 export type { LockLostReason, NodeOutcome } from "./errors.js";
 export type { RedisAdapter, RedisSubscriber, RedisArg, ReplicaWait, AcknowledgedReply } from "./adapters/types.js";
+export { inspectKey, forceRelease } from "./admin.js";
+export type {
+  AdminOptions, ForceReleaseOptions, ForceReleaseKind, ForcedHold, KeyState, InspectedMutex, InspectedHolder, InspectedWaiter,
+  InspectedShared, InspectedSharedHolder, InspectedElection, InspectedLeader, InspectedCandidate, InspectedLatch,
+} from "./admin.js";
 export { channels } from "./diagnostics.js";
 export type { AcquireMessage, ReleaseMessage, ExtendMessage, LostMessage, WaitMessage, ErrorMessage } from "./diagnostics.js";
 export type { LeaderMessage, LatchMessage } from "./diagnostics.js";

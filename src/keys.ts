@@ -70,7 +70,7 @@ export function inboxOf(channel: string, instance: string): string {
 /**
  * A mutex's names. Every held lease keeps its lock's, so only the lock hash's name is built up
  * front (renewals name it every tick); the others, used when acquiring, releasing and waiting,
- * are built when asked for: about 200 bytes less per held lease.
+ * are built when asked for, which keeps a held lease small.
  */
 class MutexKeys implements ExclusiveKeys {
   readonly key: string;

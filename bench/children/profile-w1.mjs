@@ -9,9 +9,9 @@ import { uncontended } from "../workloads/uncontended.mjs";
 
 const send = (message) => new Promise((resolve) => process.send(message, resolve));
 
-process.once("message", async ({ entry, port, loops, warmupMs, durationMs, intervalUs, file }) => {
+process.once("message", async ({ entry, ports, loops, warmupMs, durationMs, intervalUs, file }) => {
   const adapter = await createAdapter(entry);
-  await adapter.setup([port]);
+  await adapter.setup(ports);
   const keyPrefix = `bench:profile:${entry.id}:${loops}`;
   await uncontended({ adapter, keyPrefix, concurrency: loops, warmupMs: 0, durationMs: warmupMs });
   const session = new Session();

@@ -12,8 +12,16 @@ const SOCKET_WRITES = new Set(["writeUtf8String", "writeLatin1String", "writeAsc
 
 let bundleMap;
 function surelockSource(line, column) {
-  bundleMap ??= new SourceMap(JSON.parse(readFileSync(`${root}dist/index.js.map`, "utf8")));
-  const entry = bundleMap.findEntry(line, column);
+  // The build makes no source map any more (scripts/build.mjs): without one, the bundle's lines
+  // (not minified, so its function names still read).
+  if (bundleMap === undefined) {
+    try {
+      bundleMap = new SourceMap(JSON.parse(readFileSync(`${root}dist/index.js.map`, "utf8")));
+    } catch {
+      bundleMap = null;
+    }
+  }
+  const entry = bundleMap?.findEntry(line, column);
   if (!entry?.originalSource) return { file: "dist/index.js", line: line + 1 };
   return { file: entry.originalSource.replace(/^(\.\.\/)+/, ""), line: entry.originalLine + 1 };
 }

@@ -18,7 +18,7 @@ export function ioredisSubscriber(client: IoredisLike, prefix: string, name: str
   // A duplicate keeps the client's options, Sentinel ones included: after a failover it asks the
   // sentinels for the new primary and subscribes its channels again.
   // It resubscribes itself: ioredis's own resubscription after a reconnect is a promise nobody
-  // awaits, which rejects unhandled when the connection drops again at once (torture seed 3).
+  // awaits, which rejects unhandled when the connection drops again at once.
   const connection = client.duplicate({ keyPrefix: "", autoResubscribe: false });
   const channels = new Set<string>();
   // A duplicate of a `lazyConnect` client is lazy too: nothing would ever connect it.

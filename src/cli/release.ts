@@ -5,10 +5,10 @@
  * the lock. That is why it takes --force.
  */
 import { KeySpace } from "../keys.js";
-import { scripts } from "../scripts/index.js";
+import { forceRelease as forceReleaseOn, type ForcedHold } from "../index.js";
 import { onNode, perNode, type Deployment, type RedisAddress } from "./connection.js";
 import { UsageError } from "./exit-codes.js";
-import { endpointOf, readLockState } from "./lock-state.js";
+import { readLockState } from "./lock-state.js";
 import { exitCodeOf, withReachable } from "./one-shot.js";
 import { note, plural, print, quote } from "./output.js";
 
@@ -22,15 +22,6 @@ export interface ReleaseOptions {
   readonly key: string;
   readonly kind: ReleaseKind;
   readonly force: boolean;
-}
-
-/** One hold that was ended. */
-interface Ended {
-  readonly owner: string;
-  readonly fencingToken: string;
-  readonly entries: number;
-  /** Shared locks: "r" reader, "w" writer, "s" permit holder. */
-  readonly mode?: string;
 }
 
 export async function release(o: ReleaseOptions): Promise<number> {
@@ -70,20 +61,9 @@ export async function release(o: ReleaseOptions): Promise<number> {
   });
 }
 
-/** Ends every hold of the lock and wakes its waiters, in one script (force-release.lua). */
-async function forceRelease(d: Deployment, keys: KeySpace, o: ReleaseOptions): Promise<Ended[]> {
-  const endpoint = endpointOf(d.client);
-  let call;
-  if (o.kind === "mutex") {
-    const k = keys.exclusive(o.key);
-    // A mutex is its one hash: the other keys are not used.
-    call = scripts.forceRelease.call({ state: k.lock, holders: k.lock, entries: k.lock, channel: k.channel }, { kind: "x", publish: endpoint.publish });
-  } else {
-    const k = keys.shared(o.key, o.kind === "rw" ? "rw" : "sem");
-    call = scripts.forceRelease.call({ state: k.state, holders: k.holders, entries: k.entries, channel: k.channel }, { kind: "s", publish: endpoint.publish });
-  }
-  const doc = await endpoint.run(call) as { holds?: unknown };
-  return Array.isArray(doc.holds) ? (doc.holds as Ended[]) : [];
+/** Ends every hold of the lock and wakes its waiters, in one script (the package's `forceRelease`). */
+function forceRelease(d: Deployment, keys: KeySpace, o: ReleaseOptions): Promise<ForcedHold[]> {
+  return forceReleaseOn(d.client, o.key, { prefix: keys.prefix, kind: o.kind });
 }
 
 /** Nothing was released: say so if the key is held as another kind of lock. */

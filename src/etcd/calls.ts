@@ -38,14 +38,40 @@ export function bounded(ms: number): { deadline: Date } {
   return { deadline: new Date(Date.now() + Math.max(1, ms)) };
 }
 
-/** The parts of an `Etcd3` the store uses; a namespaced client is refused (its raw clients ignore the namespace). */
-export type EtcdClient = Pick<Etcd3, "kv" | "leaseClient" | "watch">;
+/**
+ * The parts of an `Etcd3` the store uses: its raw KV, Lease and Watch RPC clients (a namespaced
+ * client is refused: its raw clients ignore the namespace). Not the client's shared watch manager:
+ * see `watchOnce` in store.ts.
+ */
+export type EtcdClient = Pick<Etcd3, "kv" | "leaseClient" | "watchClient">;
 
 export function isEtcdClient(value: unknown): value is EtcdClient {
-  const c = value as Partial<Record<"kv" | "leaseClient" | "watch", unknown>> | null;
+  const c = value as Partial<Record<"kv" | "leaseClient" | "watchClient", unknown>> | null;
   return (
-    typeof c === "object" && c !== null && typeof c.watch === "function" &&
+    typeof c === "object" && c !== null &&
+    typeof (c.watchClient as { watch?: unknown } | undefined)?.watch === "function" &&
     typeof (c.kv as { txn?: unknown } | undefined)?.txn === "function" &&
     typeof (c.leaseClient as { leaseGrant?: unknown } | undefined)?.leaseGrant === "function"
   );
+}
+
+/**
+ * Closes a gRPC stream of the client's without telling the client that its host failed. etcd3
+ * listens for a stream's error and, while the stream is still writable, counts it against the host
+ * (its circuit breaker opens after three in a row) and closes every gRPC client of that host: a
+ * cancel alone does exactly that (CANCELLED counts as a failure). Half-closing first makes the
+ * stream unwritable, so the cancel that follows (which frees the server's side at once: etcd keeps
+ * a watch open after a half-close) is not taken for a failure.
+ */
+export function closeStream(stream: { end(): void; cancel(): void }): void {
+  try {
+    stream.end();
+  } catch {
+    // Already ended.
+  }
+  try {
+    stream.cancel();
+  } catch {
+    // Already closed.
+  }
 }

@@ -9,7 +9,7 @@
  */
 import { driftMs, type Clock } from "../clock.js";
 import { widelyWatched, within } from "../deadline.js";
-import { bounded, typed, type EtcdClient } from "./calls.js";
+import { bounded, closeStream, typed, type EtcdClient } from "./calls.js";
 
 /** Why a session generation ended; each hold turns it into its own LockLostError. */
 export class SessionLost extends Error {
@@ -190,7 +190,11 @@ export class Session {
   }
 }
 
-/** One keep-alive request on a stream of its own: etcd's answer (seconds left, 0 when the lease is gone). */
+/**
+ * One keep-alive request on a stream of its own: etcd's answer (seconds left, 0 when the lease is
+ * gone). The request is written and the stream half-closed at once: etcd answers, then ends the
+ * stream cleanly (a cancel after the answer would count against the host, see `closeStream`).
+ */
 export async function keepaliveOnce(client: EtcdClient, id: string, ms: number): Promise<number> {
   let stream;
   try {
@@ -204,14 +208,11 @@ export async function keepaliveOnce(client: EtcdClient, id: string, ms: number):
     s.on("error", (error) => reject(typed(error, "a keep-alive")));
     s.on("end", () => reject(typed(new Error("keep-alive stream ended"), "a keep-alive")));
     s.write({ ID: id });
+    s.end();
   });
   try {
     return await within(answer, ms, () => typed(new Error(`no keep-alive answer within ${ms} ms`), "a keep-alive"));
   } finally {
-    try {
-      s.cancel();
-    } catch {
-      // Already closed.
-    }
+    closeStream(s);
   }
 }

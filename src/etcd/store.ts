@@ -7,14 +7,14 @@
  * lease: the instance's session (renewed by the watchdog, see session.ts) or a lease of its own
  * (`leaseTimeMs`, never renewed).
  */
-import type { IKeyValue, IRangeResponse, IRequestOp, ITxnResponse } from "etcd3";
+import { FilterType, type IDuplexStream, type IKeyValue, type IRangeResponse, type IRequestOp, type ITxnResponse, type IWatchRequest, type IWatchResponse } from "etcd3";
 import { driftMs, systemClock, type Clock } from "../clock.js";
-import { Interruption, widelyWatched } from "../deadline.js";
+import { Interruption, widelyWatched, within } from "../deadline.js";
 import {
   ClosedError, ConflictError, ConnectionError, InvalidArgumentError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError,
 } from "../errors.js";
 import { checkKey, checkOwner, checkPositiveInt, checkSignal, checkTimeout, checkTtl, MAX_DURATION_MS, MAX_PERMITS } from "../validate.js";
-import { bounded, isEtcdClient, isLeaseGone, typed, type EtcdClient } from "./calls.js";
+import { bounded, closeStream, isEtcdClient, isLeaseGone, typed, type EtcdClient } from "./calls.js";
 import { decodeHolder, encodeHolder, modeLetter, modeOf, prefixOf, rangeEnd, type HolderValue, type Space } from "./layout.js";
 import { Session, SessionLost, type Generation } from "./session.js";
 import { standing, type Queued, type Standing } from "./standing.js";
@@ -49,6 +49,8 @@ interface Tracked {
   /** A deleting release is on the wire: its key missing from a check is not a loss. */
   releasing: boolean;
 }
+
+type WatchStream = IDuplexStream<IWatchRequest, IWatchResponse>;
 
 const CAPABILITIES: Capabilities = {
   store: "etcd", reentry: ["fresh", "hold", "owner"], fairness: "revision", fencing: "create-revision",
@@ -604,7 +606,15 @@ export class EtcdStore implements NamedLockStore {
         if (req.timeoutMs === 0) throw new LockTimeoutError(req.name, this.#clock.now() - started, 0);
         stop.throwIfInterrupted();
         if (lease.signal.aborted) throw this.#lost(req.name, lease.signal.reason);
-        const waiting = new Interruption({ clock: this.#clock, signals: [stop.signal, lease.signal] });
+        // A lease of its own is nobody's watchdog's: its end is a deadline of the wait. Without it, a
+        // waiter with no timeout on a cluster it cannot reach would re-read in vain forever.
+        const ownRanOut = (): SessionLost => new SessionLost("expired", "its leaseTime ran out while it waited");
+        if (lease.own && this.#clock.now() >= lease.heldUntil()) throw ownRanOut();
+        const waiting = new Interruption({
+          clock: this.#clock,
+          signals: [stop.signal, lease.signal],
+          ...(lease.own ? { deadlineAt: lease.heldUntil(), timeout: ownRanOut } : {}),
+        });
         try {
           await this.#wake(waiting, st.kind === "behind"
             ? { key: st.key, from: view.revision + 1n, only: "delete" }
@@ -717,26 +727,64 @@ export class EtcdStore implements NamedLockStore {
 
   /**
    * Waits for a change: the deletion (or, for a latch, creation) of `key` or of any key under
-   * `prefix`, from revision `from` on. Settles early (to re-read) when the watch fails, when its
-   * revision was compacted, or after `recheckMs` (a member cut off from the leader can keep a watch
-   * silent); rejects when `stop` aborts.
+   * `prefix`, from revision `from` on. Settles early (to re-read) when the watch fails or ends, when
+   * its revision was compacted, or after `recheckMs` (a member cut off from the leader can keep a
+   * watch silent); rejects when `stop` aborts.
+   *
+   * Each wait is a watch stream of its own (the client's raw Watch RPC), closed when the wait ends.
+   * Not the client's shared watch manager: after a reconnect (a leader change, a member down) it
+   * can receive a response for a watcher it already dropped and throws "Failed to find watcher
+   * for IWatchResponse" from its stream handler, which nobody can catch and which ends the process;
+   * and a wait that ends while its watcher is being re-attached leaves that cancel pending. A stream
+   * per wait costs an HTTP/2 stream on a connection the client has open anyway, and its deadline
+   * frees the server's side even if the cancel is lost.
    */
   async #wake(stop: Interruption, on: { key?: string; prefix?: string; from: bigint; only: "put" | "delete" }): Promise<void> {
-    const builder = this.#client.watch();
-    const b = on.key !== undefined ? builder.key(on.key) : builder.prefix(on.prefix!);
-    const w = b.startRevision(on.from.toString()).only(on.only).watcher();
+    const key = Buffer.from(on.key ?? on.prefix!);
+    const request: IWatchRequest = {
+      create_request: {
+        key,
+        ...(on.prefix === undefined ? {} : { range_end: rangeEnd(on.prefix) }),
+        start_revision: on.from.toString(),
+        // What is filtered out: a lock waits for deletes, a latch for puts.
+        filters: [on.only === "delete" ? FilterType.Noput : FilterType.Nodelete],
+      },
+    };
+    let stream: WatchStream | undefined;
     let timer: unknown;
-    const woken = new Promise<void>((resolve) => {
-      if (on.only === "put") w.on("put", () => resolve());
-      else w.on("delete", () => resolve());
-      w.on("error", () => resolve());
-      timer = this.#clock.setTimeout(resolve, this.#recheckMs);
-    });
     try {
+      // Opening is local (no round trip): bounded anyway, and a stream opened too late is closed.
+      let gaveUp = false;
+      const opened = this.#client.watchClient.watch(bounded(this.#recheckMs + this.#requestMs)).then((st) => {
+        if (gaveUp) closeStream(st);
+        return st;
+      });
+      const opening = within(opened, this.#requestMs, () => new Error("watch stream not opened in time"));
+      try {
+        stream = await stop.race(opening, closeStream);
+      } catch (error) {
+        gaveUp = true;
+        if (stop.signal.aborted) throw error;
+        // No stream: re-read after a pause rather than at once (an open circuit refuses at once).
+        await this.#pause(stop, Math.min(this.#recheckMs, 200));
+        return;
+      }
+      const s = stream;
+      const woken = new Promise<void>((resolve) => {
+        // Events, a cancel (a compacted revision: the caller re-lists), an error or the end: each
+        // is a reason to read the queue again.
+        s.on("data", (res) => {
+          if (res.canceled || res.events.length > 0 || res.compact_revision !== "0") resolve();
+        });
+        s.on("error", () => resolve());
+        s.on("end", () => resolve());
+        timer = this.#clock.setTimeout(resolve, this.#recheckMs);
+      });
+      s.write(request);
       await stop.race(woken);
     } finally {
       this.#clock.clearTimeout(timer);
-      w.cancel().catch(() => undefined);
+      if (stream) closeStream(stream);
     }
   }
 

@@ -90,8 +90,8 @@ export class Hold {
   }
 
   enter(lease: HoldWatcher): void {
-    // concat allocates exactly what it holds; a spread reserves room to grow (about 130 bytes
-    // more per held lease, most of which is the only one on its hold).
+    // concat allocates exactly what it holds; a spread reserves room to grow, and most holds
+    // only ever have one lease.
     this.#leases = this.#leases.concat(lease);
   }
 

@@ -76,6 +76,8 @@ export class Election {
   readonly #campaigns = new Set<AbortController>();
   /** Leaderships won through this object and not given up through it. */
   readonly #leading = new Set<Lease>();
+  /** How many proclaims each leadership has sent: the next one's number is one more. */
+  readonly #proclaims = new WeakMap<Lease, number>();
 
   private constructor(token: typeof INTERNAL, rt: Runtime, name: string, ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.election()");
@@ -186,12 +188,18 @@ export class Election {
     return observeLeader({ rt: this.#rt, channel: this.#keys.channel, read: () => this.leader(), signal });
   }
 
-  /** Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone is lost. */
+  /**
+   * Stores the value of `lease`'s hold on a majority of nodes and announces it; a hold found gone
+   * is lost. Each proclaim of a leadership is numbered, so that a node keeps the newest it was sent
+   * and a read in quorum mode takes the newest a majority shows (docs/quorum.md, "Elections").
+   */
   async #proclaim(lease: Lease, value: string | null): Promise<void> {
     const hold = lease._hold;
+    const seq = (this.#proclaims.get(lease) ?? 0) + 1;
+    this.#proclaims.set(lease, seq);
     const answers = await race(this.#rt.store.broadcast((command) => scripts.proclaim.call(
       { lock: this.#keys.lock, channel: this.#keys.channel },
-      { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command },
+      { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command, seq: String(seq) },
     )), hold.lostSignal);
     answered(this.name, "proclaim", answers);
     const state = decideHold(votesOf(answers), answers.length);

@@ -25,8 +25,9 @@ export interface Leader {
 /**
  * The leader from every node's reading: the hold that holds the lock on a majority of the nodes
  * and proclaimed itself on at least one of them (a proclaim that succeeded reached a majority,
- * and any two majorities share a node). Null when there is none; QuorumError when too few nodes
- * answered to tell.
+ * and any two majorities share a node), with the value of its newest proclaim any of them shows
+ * (the nodes the last successful proclaim missed still show an older one). Null when there is
+ * none; QuorumError when too few nodes answered to tell.
  */
 export function decideLeader(name: string, answers: readonly NodeAnswer<LeaderReply | null>[]): Leader | null {
   const readings = answered(name, "leader", answers);
@@ -36,7 +37,7 @@ export function decideLeader(name: string, answers: readonly NodeAnswer<LeaderRe
   }
   const m = majorityOf(answers.length);
   for (const group of byHold.values()) {
-    const proclaimed = group.find((r) => r.proclaimed);
+    const proclaimed = group.reduce<LeaderReply | undefined>((best, r) => (r.proclaimed && (!best || r.seq > best.seq) ? r : best), undefined);
     if (group.length < m || !proclaimed) continue;
     // The hold lives while a majority of its nodes do: until the majority-th latest expiry.
     const pttls = group.map((r) => r.pttlMs).sort((a, b) => b - a);

@@ -29,13 +29,15 @@ export interface LeaderReply {
   readonly proclaimed: boolean;
   /** The proclaimed value; null when none was proclaimed (or not yet). */
   readonly value: string | null;
+  /** Which of the hold's proclaims this node shows (they are numbered 1, 2, ... by its leader); 0 before any. */
+  readonly seq: number;
 }
 
 /** Reads a read-leader reply: null when nobody leads on this node. */
 export function parseLeader(reply: unknown): LeaderReply | null {
   if (!Array.isArray(reply)) unexpected("read-leader", reply);
   if (reply.length === 0) return null;
-  const [owner, hold, token, pttl, proclaimed, value] = reply as unknown[];
+  const [owner, hold, token, pttl, proclaimed, value, seq] = reply as unknown[];
   const how = int("read-leader", reply, proclaimed);
   return {
     owner: text("read-leader", reply, owner),
@@ -44,6 +46,8 @@ export function parseLeader(reply: unknown): LeaderReply | null {
     pttlMs: int("read-leader", reply, pttl),
     proclaimed: how !== 0,
     value: how === 1 ? text("read-leader", reply, value) : null,
+    // Not yet proclaimed: no number (six elements).
+    seq: how === 0 ? 0 : int("read-leader", reply, seq),
   };
 }
 

@@ -10,5 +10,7 @@ if not st[1] then return {} end
 local pttl = redis.call('PTTL', lock)
 -- The hold's own token: field t, or the counter when it has none (lib/exclusive.lua).
 if st[4] ~= st[2] then return {st[1], st[2], st[3] or st[7], pttl, 0, ''} end
-if st[6] then return {st[1], st[2], st[5], pttl, 1, st[6]} end
-return {st[1], st[2], st[5], pttl, 2, ''}
+-- Proclaimed: one more element, the number of the proclaim it shows (`vs`, see proclaim.lua).
+local seq = tonumber(redis.call('HGET', lock, 'vs')) or 0
+if st[6] then return {st[1], st[2], st[5], pttl, 1, st[6], seq} end
+return {st[1], st[2], st[5], pttl, 2, '', seq}

@@ -1,9 +1,20 @@
 // Command-line parsing: bad arguments exit with 2 and one line naming the flag and the value,
-// before any connection is made; --help and --version exit with 0.
+// before any connection is made; --help and --version exit with 0. The cases run in this process
+// through `main()`; the last suite runs the executable itself, whose exit code is main's.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { cli } from "./support.js";
+import { InvalidArgumentError } from "../../src/errors.js";
+import { main } from "../../src/cli/cli.js";
+import { cli as inAProcess, type CliResult } from "./support.js";
+
+/** Runs `surelock args...` in this process, with only `env` as its environment. */
+async function cli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, env, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, signal: null, stdout, stderr };
+}
 
 // Nothing listens on port 1: a case that tried to connect would fail with 69, not 2.
 const NOWHERE = ["--redis", "redis://127.0.0.1:1"];
@@ -56,7 +67,7 @@ const BAD: readonly (readonly [string, readonly string[], RegExp, NodeJS.Process
   ["leader --timeout without --wait", ["leader", ...NOWHERE, "k", "--timeout", "1s"], /--timeout needs --wait/],
 ];
 
-void describe("command-line errors", { concurrency: 2 }, () => {
+void describe("command-line errors", () => {
   for (const [what, args, message, env] of BAD) {
     void it(`${what} exits with 2 and one line naming it`, async () => {
       const r = await cli(args, env);
@@ -76,7 +87,7 @@ void describe("command-line errors", { concurrency: 2 }, () => {
   });
 });
 
-void describe("help and version", { concurrency: 2 }, () => {
+void describe("help and version", () => {
   void it("--help prints the usage of every command and exits with 0", async () => {
     const r = await cli(["--help"]);
     assert.equal(r.code, 0);
@@ -101,5 +112,31 @@ void describe("help and version", { concurrency: 2 }, () => {
     const r = await cli(["--version"]);
     assert.equal(r.code, 0);
     assert.equal(r.stdout.trim(), pkg.version);
+  });
+});
+
+void describe("the executable", { concurrency: 2 }, () => {
+  void it("exits with main's code and writes to its own streams", async () => {
+    const bad = await inAProcess(["exec", ...NOWHERE, "--key", "k", "--ttl", "abc", "--", "true"]);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stdout, "");
+    assert.match(bad.stderr, /^surelock exec: invalid --ttl "abc"/);
+    const version = await inAProcess(["--version"]);
+    assert.equal(version.code, 0);
+    assert.match(version.stdout, /^\d+\.\d+\.\d+/);
+  });
+
+  void it("main() checks its own arguments", async () => {
+    assert.throws(() => main("exec" as unknown as string[], {}), (e: unknown) => e instanceof InvalidArgumentError && /argv/.test(e.message));
+    assert.throws(() => main([], null as unknown as NodeJS.ProcessEnv), (e: unknown) => e instanceof InvalidArgumentError && /env/.test(e.message));
+    assert.throws(() => main([], {}, { stdout: () => undefined } as never), (e: unknown) => e instanceof InvalidArgumentError && /output/.test(e.message));
+  });
+
+  void it("two runs at once each write to their own output", async () => {
+    const [a, b] = await Promise.all([cli(["--version"]), cli(["frobnicate"])]);
+    assert.equal(a.stderr, "");
+    assert.match(a.stdout, /^\d+\.\d+\.\d+\n$/);
+    assert.equal(b.stdout, "");
+    assert.match(b.stderr, /unknown command "frobnicate"/);
   });
 });

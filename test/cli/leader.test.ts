@@ -94,7 +94,7 @@ void describe("surelock leader", () => {
     const table = await cli(["list", ...redis, "svc"]);
     assert.match(table.stdout, /svc\s+latch\s+2 of 3 left\s+-\s/);
     await lease.release();
-    await within(5_000, "the candidate", candidate);
+    await within(5_000, candidate, "the candidate");
     await other.resign();
   });
 });

@@ -51,7 +51,7 @@ void describe("surelock release", () => {
     assert.match(done.stderr, /acquired lock "stuck"/);
 
     // The holder learns at its next renewal.
-    await within(5_000, "the old lease to abort", lost);
+    await within(5_000, lost, "the old lease to abort");
     assert.ok(stuck.signal.reason instanceof LockLostError);
     await assert.rejects(stuck.release(), { code: "ERR_SURELOCK_LOCK_LOST" });
   });

@@ -12,7 +12,7 @@ import { Cluster, Redis } from "ioredis";
 import { Surelock } from "../../src/index.js";
 import { KeySpace } from "../../src/keys.js";
 import type { ClusterSet, RedisServer } from "../helpers/redis-topology.js";
-import { within as withinDeadline } from "../helpers/fixtures.js";
+import { within } from "../helpers/fixtures.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** The CLI entry point, run through tsx (no build needed). */
@@ -57,7 +57,7 @@ export class Cli {
 
   /** Resolves with the result, or fails the test if the CLI is still running after `ms`. */
   result(ms = 20_000): Promise<CliResult> {
-    return within(ms, `surelock to exit (stderr so far: ${JSON.stringify(this.stderr)})`, this.exited);
+    return within(ms, this.exited, `surelock to exit (stderr so far: ${JSON.stringify(this.stderr)})`);
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -80,8 +80,7 @@ export function cli(args: readonly string[], env?: NodeJS.ProcessEnv, ms?: numbe
   return new Cli(args, env).result(ms);
 }
 
-/** Rejects if `p` has not settled within `ms`. */
-export const within = <T>(ms: number, what: string, p: Promise<T>): Promise<T> => withinDeadline(ms, p, what);
+export { within } from "../helpers/fixtures.js";
 
 /** Polls `check` until it returns true: for state that has no event to wait on (files, Redis). */
 export async function eventually(what: string, check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {

@@ -38,8 +38,8 @@ async function inTerminal(args: readonly string[], prompt: string, answer: strin
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => { screen += chunk; });
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   try {
-    await within(20_000, `the prompt ${JSON.stringify(prompt)} (screen so far: ${JSON.stringify(screen)})`, prompted);
-    const code = await within(20_000, `the command to end (screen: ${JSON.stringify(screen)})`, exited);
+    await within(20_000, prompted, `the prompt ${JSON.stringify(prompt)} (screen so far: ${JSON.stringify(screen)})`);
+    const code = await within(20_000, exited, `the command to end (screen: ${JSON.stringify(screen)})`);
     return { screen: screen.replace(/\r\n/g, "\n"), code };
   } finally {
     child.stdin.end();

@@ -5,7 +5,13 @@ import {
 } from "../../src/errors.js";
 import type { EtcdStore } from "../../src/etcd/index.js";
 import { aborted, within } from "../helpers/fixtures.js";
-import { fresh, startWorld, uid, type EtcdWorld } from "./support.js";
+import { fresh, startWorld, uid, waitersReach, type EtcdWorld } from "./support.js";
+
+/**
+ * Each test's bound: a store call that never settles fails its test with the runner's message and
+ * the file goes on (its requests are bounded by the store; this is the net under that promise).
+ */
+const T = { timeout: 60_000 };
 
 describe("etcd store: locks on a 3-member cluster", () => {
   let world: EtcdWorld;
@@ -16,9 +22,9 @@ describe("etcd store: locks on a 3-member cluster", () => {
     a = world.store();
     b = world.store();
   });
-  after(() => world.stop());
+  after(() => world?.stop());
 
-  it("a mutex: one holder, its token is the key's creation revision, the next waits and gets a higher token", async () => {
+  it("a mutex: one holder, its token is the key's creation revision, the next waits and gets a higher token", T, async () => {
     const name = uid("m/");
     const first = await a.acquire(fresh(name));
     assert.equal(first.status, "founded");
@@ -37,7 +43,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     assert.equal((await a.inspect(name)).holders.length + (await a.inspect(name)).waiters.length, 0, "nothing left behind");
   });
 
-  it("a timed-out waiter leaves no key behind, and a one-attempt acquire costs no wait", async () => {
+  it("a timed-out waiter leaves no key behind, and a one-attempt acquire costs no wait", T, async () => {
     const name = uid("m/");
     const h = await a.acquire(fresh(name));
     const started = performance.now();
@@ -51,7 +57,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await a.release(h.ref, h.ref.hold);
   });
 
-  it("waiters are served in arrival (revision) order, each watching only its predecessor", async () => {
+  it("waiters are served in arrival (revision) order, each watching only its predecessor", T, async () => {
     const name = uid("fifo/");
     const h = await a.acquire(fresh(name));
     const order: number[] = [];
@@ -64,14 +70,14 @@ describe("etcd store: locks on a 3-member cluster", () => {
         await store.release(held.ref, held.ref.hold);
       }));
       // Arrival order is creation order: wait until this waiter's key exists.
-      for (let t = 0; t < 200 && (await a.inspect(name)).waiters.length < i + 1; t++) await new Promise((r) => setTimeout(r, 5));
+      await waitersReach(a, name, i + 1);
     }
     await a.release(h.ref, h.ref.hold);
     await within(10_000, Promise.all(waits), "the queue");
     assert.deepEqual(order, [0, 1, 2, 3]);
   });
 
-  it("re-entry by hold and by owner adds entries; the lock is freed with the last", async () => {
+  it("re-entry by hold and by owner adds entries; the lock is freed with the last", T, async () => {
     const name = uid("re/");
     const req = fresh(name);
     const h = await a.acquire(req);
@@ -89,7 +95,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await assert.rejects(a.acquire({ ...fresh(name), reentry: { kind: "hold", hold: h.ref.hold } }), LockNotHeldError);
   });
 
-  it("re-entry by owner of another process's hold is refused with UnsupportedError naming it", async () => {
+  it("re-entry by owner of another process's hold is refused with UnsupportedError naming it", T, async () => {
     const name = uid("re/");
     const req = fresh(name);
     const h = await a.acquire(req);
@@ -98,12 +104,12 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await a.release(h.ref, h.ref.hold);
   });
 
-  it("a read-write lock: readers share, a writer waits for them, a reader behind a writer waits", async () => {
+  it("a read-write lock: readers share, a writer waits for them, a reader behind a writer waits", T, async () => {
     const name = uid("rw/");
     const r1 = await a.acquire(fresh(name, {}, { kind: "read" }));
     const r2 = await b.acquire(fresh(name, {}, { kind: "read" }));
     const w = b.acquire(fresh(name, { timeoutMs: 10_000 }, { kind: "write" }));
-    for (let t = 0; t < 200 && (await a.inspect(name)).waiters.length < 1; t++) await new Promise((r) => setTimeout(r, 5));
+    await waitersReach(a, name, 1);
     await assert.rejects(a.acquire(fresh(name, { timeoutMs: 0 }, { kind: "read" })), LockTimeoutError, "a reader queues behind the waiting writer");
     await a.release(r1.ref, r1.ref.hold);
     await b.release(r2.ref, r2.ref.hold);
@@ -112,7 +118,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await b.release(wh.ref, wh.ref.hold);
   });
 
-  it("a semaphore counts permits, serves in order, and refuses a holder with another limit", async () => {
+  it("a semaphore counts permits, serves in order, and refuses a holder with another limit", T, async () => {
     const name = uid("sem/");
     const s3 = (permits: number, more = {}) => fresh(name, more, { kind: "semaphore", limit: 3, permits });
     const x = await a.acquire(s3(2));
@@ -131,7 +137,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await assert.rejects(async () => a.setPermits(name, 5), UnsupportedError);
   });
 
-  it("a multi-lock takes every name with one hold id and gives them all back", async () => {
+  it("a multi-lock takes every name with one hold id and gives them all back", T, async () => {
     const n1 = uid("multi/");
     const n2 = uid("multi/");
     const hold = uid();
@@ -144,7 +150,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     for (const h of again) await b.release(h.ref, "e");
   });
 
-  it("the fencing guard writes only while the hold holds", async () => {
+  it("the fencing guard writes only while the hold holds", T, async () => {
     const name = uid("fence/");
     const h = await a.acquire(fresh(name));
     const data = Buffer.from(uid("data/"));
@@ -162,7 +168,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await b.release(next.ref, next.ref.hold);
   });
 
-  it("a leaseTime hold lives on a lease of its own: its signal fires on time, extend moves it to a new lease", async () => {
+  it("a leaseTime hold lives on a lease of its own: its signal fires on time, extend moves it to a new lease", T, async () => {
     const name = uid("lt/");
     const h = await a.acquire(fresh(name, { leaseTimeMs: 1_000 }));
     assert.equal(h.ref.leaseKind, "own");
@@ -177,7 +183,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     await b.release(next.ref, next.ref.hold);
   });
 
-  it("extend of a session hold renews the session; once its key was force-released it is LockLostError taken", async () => {
+  it("extend of a session hold renews the session; once its key was force-released it is LockLostError taken", T, async () => {
     const name = uid("ext/");
     const h = await a.acquire(fresh(name));
     assert.equal(h.ref.leaseKind, "session");
@@ -189,7 +195,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     assert.ok(h.signal.aborted);
   });
 
-  it("an election: the first candidate leads, proclaims, and the next leads after it resigns", async () => {
+  it("an election: the first candidate leads, proclaims, and the next leads after it resigns", T, async () => {
     const name = uid("el/");
     const l1 = await a.campaign({ name, hold: uid(), entry: "c1", owner: "node-1", value: "v1", timeoutMs: 1_000 });
     assert.deepEqual({ ...(await b.readLeader(name))!, token: 0n }, { hold: l1.ref.hold, owner: "node-1", value: "v1", token: 0n });
@@ -205,7 +211,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     assert.equal(await a.readLeader(name), undefined);
   });
 
-  it("a latch opens at its count; an id counts once", async () => {
+  it("a latch opens at its count; an id counts once", T, async () => {
     const name = uid("latch/");
     const opened = b.awaitLatch(name, 2, 10_000);
     assert.equal(await a.countDown(name, "x", 10_000), true);
@@ -216,7 +222,7 @@ describe("etcd store: locks on a 3-member cluster", () => {
     assert.equal((await within(5_000, opened, "the latch")).remaining, 0);
   });
 
-  it("arguments are checked before any request", async () => {
+  it("arguments are checked before any request", T, async () => {
     assert.throws(() => world.store({ client: {} }), InvalidArgumentError);
     await assert.rejects(a.acquire(fresh("")), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "name");
     await assert.rejects(a.acquire(fresh("x", { timeoutMs: -1 })), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "timeoutMs");

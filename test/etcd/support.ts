@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { EtcdStore, type EtcdStoreOptions } from "../../src/etcd/index.js";
 import type { AcquireRequest, LockMode } from "../../src/etcd/types.js";
 import { startEtcdCluster, type EtcdCluster } from "../helpers/etcd-cluster.js";
+import { within } from "../helpers/fixtures.js";
 
 export interface EtcdWorld {
   readonly cluster: EtcdCluster;
@@ -14,13 +15,29 @@ export interface EtcdWorld {
   stop(): Promise<void>;
 }
 
-/** Clients that fail over quickly: a call is retried once on another member, never for long. */
+/**
+ * Clients that fail over quickly, and cannot inherit another test's broken connection.
+ *
+ * A switchboard line that is cut drops bytes for good (a real network would retransmit them): an
+ * HTTP/2 connection that lost frames that way stays silent after the line is restored. grpc-js
+ * shares connections between all clients of a process that name the same address (its global
+ * subchannel pool), so a later test's new client got that silent connection, and its first call,
+ * which had no deadline, waited until the runner's 600 s file timeout (the CI failure of the
+ * leader-kill test). Each client here has connections of its own (a broken one goes when etcd3
+ * resets the client after a failed call), and every unary call a test makes itself is bounded
+ * (5 s unless it gives its own deadline, as the store always does).
+ */
 export function etcdClient(hosts: readonly string[]): Etcd3 {
-  return new Etcd3({ hosts: hosts.map((h) => `http://${h}`), dialTimeout: 1_000 });
+  return new Etcd3({
+    hosts: hosts.map((h) => `http://${h}`),
+    dialTimeout: 1_000,
+    grpcOptions: { "grpc.use_local_subchannel_pool": 1 },
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: new Date(Date.now() + 5_000) }),
+  });
 }
 
 export async function startWorld(): Promise<EtcdWorld> {
-  const cluster = await startEtcdCluster();
+  const cluster = await within(60_000, startEtcdCluster(), "the etcd cluster's start");
   const clients: Etcd3[] = [];
   const stores: EtcdStore[] = [];
   const client = (members?: readonly number[]): Etcd3 => {
@@ -38,11 +55,22 @@ export async function startWorld(): Promise<EtcdWorld> {
       return s;
     },
     async stop() {
-      await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
+      // Bounded, so that a failed test's leftovers cannot hang the file: close() is bounded by the
+      // store's request bound, the cluster's stop by SIGKILL.
+      await within(15_000, Promise.all(stores.map((s) => s.close().catch(() => undefined))), "closing the stores").catch(() => undefined);
       for (const c of clients) c.close();
-      await cluster.stop();
+      await within(30_000, cluster.stop(), "the etcd cluster's stop");
     },
   };
+}
+
+/** Waits until `name` has `n` waiters (keys queued behind its holders), bounded. */
+export async function waitersReach(store: EtcdStore, name: string, n: number, ms = 10_000): Promise<void> {
+  const until = performance.now() + ms;
+  while ((await within(5_000, store.inspect(name), "an inspect")).waiters.length < n) {
+    if (performance.now() > until) throw new Error(`${name} did not reach ${n} waiter(s) within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 let counter = 0;

@@ -54,6 +54,29 @@ describe("fast: timeout, abort and close", () => {
     await leftNothing("k");
   });
 
+  it("rejects at the caller's timeout when an answer came too late to trust and the next try waits (not a whole timeout later)", async () => {
+    // The first attempt founds a hold with a 500 ms life, but its answer arrives at 600 ms, after
+    // another process took the lock: the hold is given back and the acquire waits again. Its
+    // timeout is 2,000 ms from the call, not from the second try (2,600 ms).
+    const p = w.proc({ ttl: 500 });
+    const first = new Gate();
+    p.wire.fault = (s) => (s.script === "acquire" && p.wire.calls("acquire").length === 1 ? { kind: "gate", gate: first, stage: "reply" } : undefined);
+    const pending = w.track(p.locks.mutex("k").acquire({ timeout: 2_000 }));
+    await first.reached;
+    await w.to(550);
+    const other = await w.proc({ ttl: 10_000 }).locks.mutex("k").tryAcquire();
+    assert.ok(other, "the first hold expired and another process took the lock");
+    await w.to(600);
+    first.open();
+    await w.stepTo(1_999, () => assert.equal(pending.settled, false, `settled at ${pending.at}: ${String(pending.error)}`));
+    await w.to(2_000);
+    assert.equal(pending.at, 2_000, String(pending.error));
+    assert.ok(pending.error instanceof LockTimeoutError);
+    assert.equal(pending.error.timeoutMs, 2_000);
+    await other.release();
+    await leftNothing("k");
+  });
+
   it("rejects with the reason of a signal aborted before the call, and sends nothing (fresh or re-entering)", async () => {
     const p = w.proc();
     const reason = new Error("never mind");

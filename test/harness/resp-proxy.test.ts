@@ -169,4 +169,69 @@ describe("RESP proxy against a real redis-server", () => {
     await eventually(() => heard.length === 3, 2_000);
     assert.deepEqual(heard, ["one", "two", "after"]);
   });
+
+  it("losing held pushes loses the messages only: a subscription confirmed meanwhile still completes", async () => {
+    proxy = await startRespProxy(server, "p");
+    const sub = client(true);
+    await sub.subscribe("w");
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "lost");
+    const second = sub.subscribe("v");
+    await eventually(() => (proxy?.heldPushes() ?? 0) >= 2, 2_000);
+    proxy.releasePushes("lose");
+    assert.equal(await within(2_000, second), 2, "the confirmation of SUBSCRIBE v was delivered");
+    await server.command("PUBLISH", "v", "after");
+    await eventually(() => heard.length === 1, 2_000);
+    assert.deepEqual(heard, ["after"]);
+  });
+
+  it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
+    proxy = await startRespProxy(server, "p");
+    const one = client(true);
+    await one.ping();
+    const other = client(true);
+    await other.ping();
+    // The stall picks a connection by index; find which one it took by trying both.
+    assert.notEqual(proxy.stall(0), null);
+    const a = one.incr("s1");
+    const b = other.incr("s2");
+    const first = await Promise.race([a.then(() => "one"), b.then(() => "other")]);
+    const stalled = first === "one" ? other : one;
+    const key = first === "one" ? "s2" : "s1";
+    const later = stalled.incr(key);
+    await quietFor(50);
+    assert.equal(await server.command("GET", key), null, "nothing of the stalled connection reached Redis");
+    proxy.unstall();
+    const results = await within(2_000, Promise.all([a, b, later]));
+    assert.deepEqual(results.slice().sort(), [1, 1, 2]);
+    assert.equal(await server.command("GET", key), "2");
+  });
+  it("stallSender stalls the connection that last sent a text, and onMessage reports each message as it arrives", async () => {
+    proxy = await startRespProxy(server, "p");
+    const one = client(true);
+    const other = client(true);
+    const sub = client(true);
+    await sub.subscribe("w");
+    await one.set("ticket-a", "1");
+    await other.set("ticket-b", "1");
+    const payloads: string[] = [];
+    const stop = proxy.onMessage((p, channel) => payloads.push(`${channel}: ${p}`));
+    proxy.holdPushes();
+    await server.command("PUBLISH", "w", "g ticket-b 7 900");
+    await eventually(() => payloads.length === 1, 2_000);
+    assert.deepEqual(payloads, ["w: g ticket-b 7 900"], "heard while held");
+    stop();
+    assert.notEqual(proxy.stallSender("ticket-b"), null);
+    assert.equal(await within(2_000, one.incr("passes")), 1, "the other connection passes");
+    const held = other.incr("held");
+    await quietFor(50);
+    assert.equal(await server.command("GET", "held"), null, "the sender of ticket-b is stalled");
+    assert.equal(proxy.stallSender("ticket-a"), null, "one stall at a time");
+    proxy.unstall();
+    assert.equal(await within(2_000, held), 1);
+    proxy.releasePushes("deliver");
+  });
 });
+

@@ -9,7 +9,9 @@
  *     reply and reset the client. Redis ran the command and the client never hears of it; with
  *     ioredis `autoResendUnfulfilledCommands` it runs again after the reconnect.
  *   - hold the pushes of subscriber connections (wake-up messages), then deliver them late or lose
- *     them, while commands pass: a waiter that hears of its grant late, or never.
+ *     them, while commands pass: a waiter that hears of its grant late, or never;
+ *   - stall one command connection: hold what its client sends (a refresh, a renewal) while every
+ *     other connection passes, then deliver it late.
  * Commands are chosen by script NAME (see script-catalog.ts), never by SHA, so a fault plan works
  * on any version of the scripts. Subscriber connections are never cut (replies there are pushes).
  */
@@ -57,6 +59,24 @@ export interface RespProxy extends HostPort {
   /** Pushes held now (whole chunks, not messages: for a test to wait until one is there). */
   heldPushes(): number;
   /**
+   * Holds what the client of one command connection sends (the `pick`-th of those open, modulo
+   * their number) until unstall(); other connections pass. Names the connection, or null if none.
+   */
+  stall(pick: number): string | null;
+  /** Delivers what the stalled connection sent meanwhile, and lets it pass again. */
+  unstall(): void;
+  /**
+   * Stalls the command connection that most recently sent `text` (a waiter's ticket id, which
+   * its acquire and refreshes carry), as stall() does; names it, or null if none did (among the
+   * last few commands of each connection) or a stall is under way.
+   */
+  stallSender(text: string): string | null;
+  /**
+   * Calls `listener` with each pub/sub message a subscriber connection receives (as it reaches
+   * the proxy, held or not): the payload's text and the channel. Returns the function that stops it.
+   */
+  onMessage(listener: (payload: string, channel: string) => void): () => void;
+  /**
    * Arms a one-shot cut: the next command matching `rule` on a non-subscriber connection is
    * forwarded, its reply swallowed and the client reset. Resolves with what was cut, or null if
    * nothing matched within `withinMs` (or the proxy closed).
@@ -70,6 +90,8 @@ export interface RespProxy extends HostPort {
 type Item = Buffer | "end" | "reset" | (() => void);
 
 const SUBSCRIBING = new Set(["SUBSCRIBE", "SSUBSCRIBE", "PSUBSCRIBE"]);
+/** Commands each connection remembers for stallSender(). */
+const RECENT_COMMANDS = 32;
 
 /** One direction of one connection: delivers items in order, each no earlier than its due time. */
 class Lane {
@@ -113,9 +135,11 @@ class Lane {
     return this.#held.length;
   }
 
-  /** What was held is lost; the queue goes on. */
-  discardHeld(): void {
+  /** What was held is lost (all of it, or what `lost` picks); the queue goes on. */
+  discardHeld(lost: (item: Item) => boolean = () => true): void {
+    const kept = this.#held.filter((item) => !lost(item));
     this.#held.length = 0;
+    this.#held.push(...kept);
   }
 
   drop(): void {
@@ -146,6 +170,17 @@ class Lane {
       deliver(this.#dst, head.item);
     }
   }
+}
+
+/** Pub/sub messages as a subscriber receives them (RESP2 arrays, RESP3 pushes): the wake-ups. */
+const MESSAGE_HEADS = ["*3\r\n$7\r\nmessage\r\n", "*3\r\n$8\r\nsmessage\r\n", "*4\r\n$8\r\npmessage\r\n",
+  ">3\r\n$7\r\nmessage\r\n", ">3\r\n$8\r\nsmessage\r\n", ">4\r\n$8\r\npmessage\r\n"];
+
+/** Whether a held item is a whole wake-up message (a subscriber's replies are framed, see Link). */
+function isMessage(item: Item): boolean {
+  if (!Buffer.isBuffer(item)) return false;
+  const head = item.toString("latin1", 0, 24);
+  return MESSAGE_HEADS.some((h) => head.startsWith(h));
 }
 
 function deliver(dst: net.Socket, item: Item): void {
@@ -185,6 +220,12 @@ class Link {
   #replied = 0;
   /** A subscriber (replies are pushes), or a stream we could not parse: passed through, never cut. */
   #opaque = false;
+  /**
+   * A subscriber's replies are still cut into whole frames (until a frame cannot be parsed), so
+   * losing held pushes loses whole wake-up messages and keeps the (un)subscribe confirmations the
+   * client's command queue waits for: losing those, or half a frame, broke the connection itself.
+   */
+  #framedDown = true;
   /** The command number whose reply is swallowed; later commands are never forwarded. */
   #cutAt = 0;
   readonly #proxy: ProxyCore;
@@ -193,9 +234,12 @@ class Link {
     this.client = client;
     this.upstream = upstream;
     this.#proxy = proxy;
-    this.up = new Lane(upstream, () => proxy.upMs, () => proxy.blackholed);
+    this.up = new Lane(upstream, () => proxy.upMs, () => proxy.blackholed || proxy.stalled === this);
     this.down = new Lane(client, () => proxy.downMs, () => proxy.blackholed || (this.#opaque && proxy.pushesHeld));
   }
+
+  /** The last commands sent (latin1 text), newest last: to find the connection a ticket is refreshed on. */
+  readonly recent: { readonly seq: number; readonly text: string }[] = [];
 
   /** A subscriber connection (or one the proxy could not parse). */
   get opaque(): boolean {
@@ -214,6 +258,8 @@ class Link {
     for (const frame of frames) {
       if (this.#cutAt > 0) continue; // after a cut nothing more reaches Redis on this connection
       const info = this.#proxy.catalog.describe(frame);
+      this.recent.push({ seq: this.#proxy.sent++, text: frame.toString("latin1") });
+      if (this.recent.length > RECENT_COMMANDS) this.recent.shift();
       this.#forwarded++;
       this.up.push(frame);
       if (SUBSCRIBING.has(info.command)) {
@@ -225,12 +271,20 @@ class Link {
   }
 
   fromServer(chunk: Buffer): void {
-    if (this.#opaque) return this.down.push(chunk);
+    if (this.#opaque && !this.#framedDown) return this.down.push(chunk);
     let frames: Buffer[];
     try {
       frames = this.#replies.push(chunk);
     } catch {
+      this.#framedDown = false;
       this.#goOpaque(this.#replies.pending, this.down);
+      return;
+    }
+    if (this.#opaque) {
+      for (const frame of frames) {
+        if (isMessage(frame)) this.#proxy.heard(frame);
+        this.down.push(frame);
+      }
       return;
     }
     for (const frame of frames) {
@@ -269,7 +323,21 @@ class ProxyCore {
   downMs = 0;
   blackholed = false;
   pushesHeld = false;
+  stalled: Link | undefined;
   readonly links = new Set<Link>();
+  readonly messageListeners = new Set<(payload: string, channel: string) => void>();
+  /** Commands forwarded on every link so far (orders Link.recent across links). */
+  sent = 0;
+
+  /** A pub/sub message reached a subscriber link: its payload (the last bulk string) to the listeners. */
+  heard(frame: Buffer): void {
+    if (this.messageListeners.size === 0) return;
+    // ["message" | "smessage", channel, payload]: header, then length and text of each.
+    const parts = frame.toString("latin1").split("\r\n");
+    const channel = parts[4] ?? "";
+    const payload = parts[6] ?? "";
+    for (const l of [...this.messageListeners]) l(payload, channel);
+  }
   readonly #armed: Armed[] = [];
 
   constructor(name: string, catalog: ScriptCatalog) {
@@ -381,9 +449,45 @@ export async function startRespProxy(target: HostPort, name: string, catalog = n
       core.pushesHeld = false;
       for (const link of core.links) {
         if (!link.opaque) continue;
-        if (mode === "lose") link.down.discardHeld();
+        if (mode === "lose") link.down.discardHeld(isMessage);
         link.down.release();
       }
+    },
+    stall(pick) {
+      const open = [...core.links].filter((l) => !l.opaque && !l.client.destroyed);
+      const link = open[Math.abs(pick) % Math.max(1, open.length)];
+      if (!link || core.stalled) return null;
+      core.stalled = link;
+      return `${link.client.remotePort ?? "?"}`;
+    },
+    stallSender(text) {
+      if (core.stalled) return null;
+      // Of the connections that sent it, the one whose last such command is newest.
+      let link: Link | undefined;
+      let newest = -1;
+      for (const l of core.links) {
+        if (l.opaque || l.client.destroyed) continue;
+        for (let i = l.recent.length - 1; i >= 0; i--) {
+          const sent = l.recent[i] as { seq: number; text: string };
+          if (sent.seq <= newest) break;
+          if (!sent.text.includes(text)) continue;
+          link = l;
+          newest = sent.seq;
+          break;
+        }
+      }
+      if (!link) return null;
+      core.stalled = link;
+      return `${link.client.remotePort ?? "?"}`;
+    },
+    onMessage(listener) {
+      core.messageListeners.add(listener);
+      return () => core.messageListeners.delete(listener);
+    },
+    unstall() {
+      const link = core.stalled;
+      core.stalled = undefined;
+      link?.up.release();
     },
     heldPushes: () => [...core.links].reduce((n, l) => n + (l.opaque ? l.down.heldCount : 0), 0),
     armCut: (rule, withinMs) => core.arm(rule, withinMs),

@@ -2,12 +2,15 @@
 // /dev/shm (fsync there is a memcpy, so a write commits in about a millisecond), stopped by pid.
 // Clients reach each member through a switchboard (one TCP proxy per member's client port), so a
 // test can cut a member off from its clients, stall a keep-alive, or kill the leader and restart it.
+// With `peerLines`, the members also reach each other through a proxy in front of each member's peer
+// port (what the others dial to send it Raft messages), so a member can be partitioned from its peers.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePorts } from "./redis-topology.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+import { assertSlowTier } from "./tier.js";
 
 const HOST = "127.0.0.1";
 
@@ -34,6 +37,13 @@ export interface EtcdMember {
   kill(): Promise<void>;
   /** Starts it again on its data dir and ports, and waits until it is healthy. */
   restart(): Promise<void>;
+  /**
+   * Cuts this member off from its peers (`peerLines` only): every connection a peer opens to it
+   * goes silent, and since a peer receives this member's Raft messages on a stream it opened to it,
+   * the others hear nothing from it (no heartbeat, vote or ack; its clients' requests, which it must
+   * forward to the leader, time out). Healing resets those connections, so peers dial afresh.
+   */
+  partition(on: boolean): void;
 }
 
 /** A private line to every member (proxies of its own): one client's faults, others untouched. */
@@ -58,6 +68,8 @@ export interface EtcdClusterOptions {
   readonly size?: number;
   /** Raft heartbeat in ms (etcd's default is 100); election timeout is ten of them. */
   readonly heartbeatMs?: number;
+  /** Peer traffic through proxies, for `partition` (it costs the test process the Raft traffic's copying). */
+  readonly peerLines?: boolean;
 }
 
 const running = new Set<Member>();
@@ -81,6 +93,8 @@ class Member implements EtcdMember {
     readonly clientPort: number,
     readonly peerPort: number,
     readonly proxy: TcpProxy,
+    /** The line in front of the peer port, when peers go through one: what the others dial. */
+    readonly peerProxy: TcpProxy | undefined,
     readonly dir: string,
     readonly initialCluster: string,
     readonly heartbeatMs: number,
@@ -103,7 +117,7 @@ class Member implements EtcdMember {
       "--listen-client-urls", `http://${HOST}:${this.clientPort}`,
       "--advertise-client-urls", `http://${HOST}:${this.clientPort}`,
       "--listen-peer-urls", `http://${HOST}:${this.peerPort}`,
-      "--initial-advertise-peer-urls", `http://${HOST}:${this.peerPort}`,
+      "--initial-advertise-peer-urls", `http://${HOST}:${this.peerProxy?.port ?? this.peerPort}`,
       "--initial-cluster", this.initialCluster,
       "--initial-cluster-state", "new",
       "--initial-cluster-token", path.basename(path.dirname(this.dir)),
@@ -167,8 +181,29 @@ class Member implements EtcdMember {
 
   async kill(): Promise<void> {
     if (this.alive) this.#child!.kill("SIGKILL");
-    await this.#exited;
+    // Bounded: a test must fail with a message, never wait on a process that does not go.
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`etcd member ${this.name} (pid ${this.pid}) did not exit within 10 s of SIGKILL`)), 10_000);
+    });
+    try {
+      await Promise.race([this.#exited, stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
     running.delete(this);
+  }
+
+  partition(on: boolean): void {
+    const line = this.peerProxy;
+    if (!line) throw new Error("partition() needs a cluster started with peerLines");
+    if (on) {
+      line.blackhole();
+    } else {
+      // A stream that lost bytes in the partition would stay corrupt: reset them, peers redial.
+      line.dropAll();
+      line.pass();
+    }
   }
 
   killSync(): void {
@@ -184,22 +219,24 @@ class Member implements EtcdMember {
 
 /** Starts an N-member cluster (3 by default) and waits until every member is healthy. */
 export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+  assertSlowTier("an etcd cluster");
   const size = o.size ?? 3;
   const heartbeatMs = o.heartbeatMs ?? 50;
   const ports = await freePorts(size * 2);
+  const peerProxies = o.peerLines ? await Promise.all(ports.slice(size).map((port) => startProxy({ host: HOST, port }))) : [];
   const shm = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
   const root = mkdtempSync(path.join(shm, "surelock-etcd-"));
   const names = Array.from({ length: size }, (_, i) => `m${i}`);
-  const initialCluster = names.map((n, i) => `${n}=http://${HOST}:${ports[size + i]}`).join(",");
+  const initialCluster = names.map((n, i) => `${n}=http://${HOST}:${peerProxies[i]?.port ?? ports[size + i]}`).join(",");
   const members: Member[] = [];
   for (let i = 0; i < size; i++) {
     const proxy = await startProxy({ host: HOST, port: ports[i]! });
-    members.push(new Member(names[i]!, ports[i]!, ports[size + i]!, proxy, path.join(root, names[i]!), initialCluster, heartbeatMs));
+    members.push(new Member(names[i]!, ports[i]!, ports[size + i]!, proxy, peerProxies[i], path.join(root, names[i]!), initialCluster, heartbeatMs));
   }
   const lines: TcpProxy[] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(members.map((m) => m.kill()));
-    await Promise.all([...members.map((m) => m.proxy.close()), ...lines.map((p) => p.close())]);
+    await Promise.all([...members.map((m) => m.proxy.close()), ...peerProxies.map((p) => p.close()), ...lines.map((p) => p.close())]);
     rmSync(root, { recursive: true, force: true });
   };
   try {

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { freePorts } from "./redis-topology.js";
+import { assertSlowTier } from "./tier.js";
 
 const HOST = "127.0.0.1";
 const START_DEADLINE_MS = 20_000;
@@ -117,6 +118,7 @@ class ManagedPostgres implements PostgresServer {
   }
 
   async start(): Promise<void> {
+    assertSlowTier("a PostgreSQL server");
     const who = runAs();
     // fsync off: a killed server's writes are still in the OS's cache. synchronous_commit stays on:
     // a killed server must not lose a commit it acknowledged (a lease the store granted).

@@ -8,6 +8,7 @@ import { accessSync, constants as fsConstants, existsSync, mkdtempSync, readFile
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { assertSlowTier } from './tier.js';
 
 export interface HostPort {
   host: string;
@@ -412,6 +413,7 @@ class ManagedServer implements RedisServer {
 
   /** First start: allocate ports, retrying when another process grabs one. */
   async start(): Promise<void> {
+    assertSlowTier('a redis-server');
     let lastErr: unknown;
     for (let attempt = 0; attempt < 6; attempt++) {
       this.ports = await freePorts(this.spec.portCount, this.spec.acceptPort);

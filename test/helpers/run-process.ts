@@ -4,6 +4,7 @@
  * deadline is killed (with its process group) and the test fails with its output so far.
  */
 import { spawn } from "node:child_process";
+import { assertSlowTier } from "./tier.js";
 
 export interface Finished {
   readonly code: number | null;
@@ -22,6 +23,7 @@ export interface RunOptions {
 }
 
 export function runProcess(command: string, args: readonly string[], o: RunOptions): Promise<Finished> {
+  assertSlowTier(`a process (${command})`);
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, value] of Object.entries(o.env ?? {})) {
     if (value === undefined) delete env[name];

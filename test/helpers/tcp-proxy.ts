@@ -11,6 +11,7 @@
 // Bytes dropped in blackhole mode are gone: a protocol stream that lost half a
 // request stays corrupt after pass(), exactly as it would on a real network.
 import net from 'node:net';
+import { assertSlowTier } from './tier.js';
 
 export type ProxyMode = 'pass' | 'blackhole' | 'paused';
 
@@ -91,6 +92,7 @@ function reset(s: net.Socket): void {
 }
 
 export async function startProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  assertSlowTier('a TCP proxy');
   let current: ProxyMode = 'pass';
   const links = new Set<Link>();
   const delays = { up: 0, down: 0 };

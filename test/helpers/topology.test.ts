@@ -16,12 +16,10 @@ import {
   type RedisServer,
 } from './redis-topology.js';
 import { startProxy, type TcpProxy } from './tcp-proxy.js';
-import { within as withinDeadline } from "./fixtures.js";
+import { within } from "./fixtures.js";
 
 after(stopAll);
 
-/** Rejects if `p` has not settled within `ms`. */
-const within = <T>(ms: number, what: string, p: Promise<T>): Promise<T> => withinDeadline(ms, p, what);
 
 /** Resolves true if `p` settles within `ms`: used only to prove something did NOT happen. */
 async function settlesWithin(ms: number, p: Promise<unknown>): Promise<boolean> {
@@ -170,7 +168,7 @@ void describe('standalone server', () => {
     });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     let out = '';
-    const [pid, dir] = await within(15_000, 'child to report its server', new Promise<[number, string]>((resolve, reject) => {
+    const [pid, dir] = await within(15_000, new Promise<[number, string]>((resolve, reject) => {
       child.stdout.on('data', (c: Buffer) => {
         out += c.toString();
         const m = /PID (\d+) DIR (\S+)\n/.exec(out);
@@ -178,12 +176,12 @@ void describe('standalone server', () => {
       });
       child.stderr.on('data', (c: Buffer) => (out += c.toString()));
       void exited.then(() => reject(new Error(`child exited early:\n${out}`)));
-    }));
+    }), 'child to report its server');
     try {
       assert.equal(isGone(pid), false);
       if (killParent) child.kill('SIGKILL');
       else child.stdin.write('crash\n');
-      await within(10_000, 'child to exit', exited);
+      await within(10_000, exited, 'child to exit');
       await eventually(5000, `redis-server pid ${pid} to die with its parent`, () => isGone(pid));
       // A crash still runs 'exit' hooks, which remove the dir; SIGKILL does not.
       if (!killParent) assert.equal(existsSync(dir), false);
@@ -242,9 +240,9 @@ void describe('tcp proxy', () => {
 
   void it('blackhole holds connections silently; pass heals them', async () => {
     const raw = rawClient(proxy.port);
-    await within(2000, 'connect', raw.connected);
+    await within(2000, raw.connected, 'connect');
     raw.socket.write(PING);
-    await within(2000, 'PONG in pass mode', raw.receive('+PONG\r\n'));
+    await within(2000, raw.receive('+PONG\r\n'), 'PONG in pass mode');
 
     proxy.blackhole();
     assert.equal(proxy.mode(), 'blackhole');
@@ -256,20 +254,20 @@ void describe('tcp proxy', () => {
     // New connections are still accepted and held; commands just time out.
     // No ready check: its INFO would never be answered.
     const c = ioredis({ enableReadyCheck: false });
-    await within(2000, 'ioredis connect while blackholed', c.connect());
+    await within(2000, c.connect(), 'ioredis connect while blackholed');
     assert.equal(proxy.connectionCount(), 2);
     await assert.rejects(c.ping(), /timed out|Command timed out/);
 
     proxy.pass();
     raw.socket.write(PING);
-    await within(2000, 'PONG after healing', raw.receive('+PONG\r\n'));
+    await within(2000, raw.receive('+PONG\r\n'), 'PONG after healing');
     raw.socket.destroy();
     c.disconnect();
   });
 
   void it('pause buffers and resume flushes', async () => {
     const raw = rawClient(proxy.port);
-    await within(2000, 'connect', raw.connected);
+    await within(2000, raw.connected, 'connect');
     proxy.pause();
     assert.equal(proxy.mode(), 'paused');
     raw.socket.write(PING);
@@ -277,7 +275,7 @@ void describe('tcp proxy', () => {
     assert.deepEqual(raw.state(), { received: '', closed: false });
     proxy.resume();
     assert.equal(proxy.mode(), 'pass');
-    await within(2000, 'buffered PING answered', raw.receive('+PONG\r\n'));
+    await within(2000, raw.receive('+PONG\r\n'), 'buffered PING answered');
     raw.socket.destroy();
   });
 
@@ -285,15 +283,15 @@ void describe('tcp proxy', () => {
     const raw = rawClient(proxy.port);
     const c = ioredis();
     await c.connect();
-    await within(2000, 'raw connect', raw.connected);
+    await within(2000, raw.connected, 'raw connect');
     await eventually(2000, 'both connections registered', () => proxy.connectionCount() === 2);
 
     const closed = new Promise<void>((r) => c.once('close', () => r()));
     proxy.dropAll();
-    assert.equal(await within(2000, 'raw socket reset', raw.ended), 'ECONNRESET');
-    await within(2000, 'ioredis close event', closed);
+    assert.equal(await within(2000, raw.ended, 'raw socket reset'), 'ECONNRESET');
+    await within(2000, closed, 'ioredis close event');
 
-    await within(5000, 'ioredis reconnect', new Promise<void>((r) => c.once('ready', () => r())));
+    await within(5000, new Promise<void>((r) => c.once('ready', () => r())), 'ioredis reconnect');
     assert.equal(await c.ping(), 'PONG');
     c.disconnect();
   });
@@ -341,7 +339,7 @@ void describe('sentinel set', () => {
     await sub.subscribe('+switch-master');
 
     await primary.kill();
-    const msg = await within(30_000, '+switch-master', switched);
+    const msg = await within(30_000, switched, '+switch-master');
     // "<name> <old-ip> <old-port> <new-ip> <new-port>"
     assert.deepEqual(msg.split(' '), [masterName, '127.0.0.1', String(primary.port), '127.0.0.1', String(replica.port)]);
     await eventually(5000, 'replica to report role:master', async () => (await replica.info('replication')).role === 'master');

@@ -71,7 +71,7 @@ describe("multiLock in quorum mode", () => {
         }, { timeout: 20_000 });
       }
     };
-    await within(30_000, "every section", Promise.all([run(a, ["o1", "o2"]), run(b, ["o2", "o1"]), run(a, ["o2", "o3"]), run(b, ["o3", "o1"])]));
+    await within(30_000, Promise.all([run(a, ["o1", "o2"]), run(b, ["o2", "o1"]), run(a, ["o2", "o3"]), run(b, ["o3", "o1"])]), "every section");
     assert.equal(sections, 32);
   });
 });

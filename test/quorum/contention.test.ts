@@ -86,7 +86,7 @@ void describe("quorum mode: a node that comes back joins the line", () => {
     await on[2]?.restart();
     await ready(clients[2] as Redis);
     await first.release();
-    const lease = await within(5_000, "the waiter to be served", second);
+    const lease = await within(5_000, second, "the waiter to be served");
     // Held by the majority that kept its line (node 2's counter restarted at its clock: a larger
     // token that came late is given back there, as for any late vote above the lease's token).
     assert.deepEqual((await heldOn(on, key)).slice(0, 2), [1, 1]);
@@ -94,7 +94,7 @@ void describe("quorum mode: a node that comes back joins the line", () => {
     await eventually(5_000, "the next waiter's ticket on every node, the restarted one too", async () =>
       (await Promise.all(on.map((n) => n.command("LLEN", `surelock:{${key}}:queue`)))).every((l) => l === 1));
     await lease.release();
-    await (await within(5_000, "the next waiter to be served", third)).release();
+    await (await within(5_000, third, "the next waiter to be served")).release();
     assert.deepEqual(await heldOn(on, key), [0, 0, 0]);
   });
 });

@@ -29,8 +29,8 @@ void describe("quorum mode: a majority of nodes down", () => {
 
     const startedAt = performance.now();
     // No timeout: without the fast failure this would wait forever.
-    const error = await within(5_000, "acquire to fail", locks.mutex(key).acquire().then(
-      () => assert.fail("acquired with 3 of 5 nodes down"), (e: unknown) => e));
+    const error = await within(5_000, locks.mutex(key).acquire().then(
+      () => assert.fail("acquired with 3 of 5 nodes down"), (e: unknown) => e), "acquire to fail");
     const elapsedMs = performance.now() - startedAt;
     assert.ok(elapsedMs < 2_000, `acquire took ${elapsedMs} ms to fail`);
     assert.ok(error instanceof QuorumError);
@@ -68,7 +68,7 @@ void describe("quorum mode: a node partitioned by a TCP proxy", () => {
 
       proxy.blackhole();
       let startedAt = performance.now();
-      const lease = await within(5_000, "acquire with one node blackholed", locks.mutex(key).acquire());
+      const lease = await within(5_000, locks.mutex(key).acquire(), "acquire with one node blackholed");
       let elapsedMs = performance.now() - startedAt;
       assert.ok(elapsedMs < 2_000, `acquire took ${elapsedMs} ms with one node blackholed`);
       assert.equal(typeof lease.fencingToken, "bigint");
@@ -78,7 +78,7 @@ void describe("quorum mode: a node partitioned by a TCP proxy", () => {
       const held = await heldOn(nodes, key);
       assert.equal(held[4], 0);
       assert.ok(held.filter((e) => e === 1).length >= 3, `held on ${held.join(",")}`);
-      await within(2_000, "release with one node blackholed", lease.release());
+      await within(2_000, lease.release(), "release with one node blackholed");
       await eventually(2_000, "no lock key left", async () => (await heldOn(nodes, key)).every((e) => e === 0));
 
       // A client that connects while the partition lasts never becomes ready; still bounded.
@@ -86,7 +86,7 @@ void describe("quorum mode: a node partitioned by a TCP proxy", () => {
       lateClient.on("error", () => {});
       const late = quorum(5_000, { redis: [...clients.slice(0, 4), lateClient], commandTimeout: 200 });
       startedAt = performance.now();
-      const second = await within(5_000, "acquire through a client stuck connecting", late.mutex(key).acquire());
+      const second = await within(5_000, late.mutex(key).acquire(), "acquire through a client stuck connecting");
       elapsedMs = performance.now() - startedAt;
       assert.ok(elapsedMs < 2_000, `acquire took ${elapsedMs} ms through a client stuck connecting`);
       await second.release();
@@ -174,7 +174,7 @@ void describe("quorum mode: nodes restarted empty (no persistence), restart dela
     waiting.catch(() => {}); // awaited below (after the restart); never unobserved meanwhile
     await delay(Math.max(0, ttl - (performance.now() - crashedAt))); // node 0 stays out one ttl
     await restart([0]);
-    const next = await within(12_000, "the second owner to get the lock", waiting);
+    const next = await within(12_000, waiting, "the second owner to get the lock");
 
     assert.ok(firstLostAt !== undefined && secondAt !== undefined, "the first lease aborted before the second was granted");
     assert.ok(firstLostAt <= secondAt);
@@ -194,7 +194,7 @@ void describe("quorum mode: fencing tokens while nodes go down and come back", (
 
     /** One holder (alternating instances) takes and gives back the lock; checks the register. */
     const hold = async (step: string): Promise<void> => {
-      const lease = await within(5_000, `acquire (${step})`, (turn++ % 2 === 0 ? a : b).mutex(key).acquire());
+      const lease = await within(5_000, (turn++ % 2 === 0 ? a : b).mutex(key).acquire(), `acquire (${step})`);
       const previous = tokens.at(-1);
       assert.ok(previous === undefined || lease.fencingToken > previous, `${step}: ${lease.fencingToken} is not above ${previous}`);
       tokens.push(lease.fencingToken);

@@ -148,7 +148,7 @@ void describe("quorum mode: waiting", () => {
         }))).every(Boolean));
       const releasedAt = performance.now();
       await lease.release();
-      const next = await within(5_000, "the waiter to be woken", waiting);
+      const next = await within(5_000, waiting, "the waiter to be woken");
       const wokenAfterMs = performance.now() - releasedAt;
       assert.ok(wokenAfterMs < 2_000, `woken ${wokenAfterMs} ms after the release`);
       assert.ok(next.fencingToken > lease.fencingToken);

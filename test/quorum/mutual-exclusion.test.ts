@@ -51,9 +51,9 @@ async function runWorkers(key: string): Promise<void> {
       }));
       runs.push(run);
     }
-    await within(30_000, "the workers to start", Promise.all(readies));
+    await within(30_000, Promise.all(readies), "the workers to start");
     await counter.command("RPUSH", `${key}:go`, ...Array.from({ length: WORKERS }, () => "go"));
-    const codes = await within(45_000, "the workers to finish", Promise.all(runs.map((r) => r.exited)));
+    const codes = await within(45_000, Promise.all(runs.map((r) => r.exited)), "the workers to finish");
     codes.forEach((code, i) => assert.equal(code, 0, `worker ${i} failed: ${runs[i]?.stderr}`));
   } finally {
     for (const r of runs) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill("SIGKILL");

@@ -5,7 +5,7 @@ import { after, afterEach, before } from "node:test";
 import { performance } from "node:perf_hooks";
 import { Redis, type RedisOptions } from "ioredis";
 import { Surelock } from "../../src/index.js";
-import { within as withinDeadline } from "../helpers/fixtures.js";
+import { within } from "../helpers/fixtures.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 
 export const HOST = "127.0.0.1";
@@ -25,13 +25,12 @@ export function fastClient(port: number, extra: RedisOptions = {}): Redis {
 /** Resolves once `client` is ready; rejects after `ms`. */
 export function ready(client: Redis, ms = 5_000): Promise<void> {
   if (client.status === "ready") return Promise.resolve();
-  return within(ms, `client for port ${String(client.options.port)} to be ready`, new Promise<void>((resolve) => {
+  return within(ms, new Promise<void>((resolve) => {
     client.once("ready", () => resolve());
-  }));
+  }), `client for port ${String(client.options.port)} to be ready`);
 }
 
-/** Rejects if `p` has not settled within `ms`. */
-export const within = <T>(ms: number, what: string, p: Promise<T>): Promise<T> => withinDeadline(ms, p, what);
+export { within } from "../helpers/fixtures.js";
 
 /** Only to prove that something did NOT happen in a window (or to wait out a documented delay). */
 export const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -39,9 +38,9 @@ export const delay = (ms: number): Promise<void> => new Promise((r) => setTimeou
 /** Resolves with the moment (performance.now()) `signal` aborts; rejects after `ms`. */
 export function abortedAt(signal: AbortSignal, ms: number): Promise<number> {
   if (signal.aborted) return Promise.resolve(performance.now());
-  return within(ms, "the lease's signal to abort", new Promise<number>((resolve) => {
+  return within(ms, new Promise<number>((resolve) => {
     signal.addEventListener("abort", () => resolve(performance.now()), { once: true });
-  }));
+  }), "the lease's signal to abort");
 }
 
 /** Polls `check` until truthy, for Redis state that has no event to wait on. */

@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { AcquireResult, HoldState, LockTarget, ReleaseResult } from "../../src/store/types.js";
+import { systemClock } from "../../src/clock.js";
+import { askNodes } from "../../src/quorum/rounds.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, quorumOf, undecided, type Vote } from "../../src/quorum/votes.js";
 
 const target = { family: "exclusive", keys: {} } as unknown as LockTarget;
@@ -160,6 +162,20 @@ describe("quorum votes: fan-out", () => {
     lateWork.resolve();
     await out.rest;
     assert.deepEqual(seen, ["late 1", "late work done", "rest"]);
+  });
+
+  it("askNodes (release, isHeld) returns at the first majority that decides, while two of five nodes have not answered", async () => {
+    const silent = new Promise<ReleaseResult>(() => {});
+    let asked = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error("askNodes waited for the silent nodes")), 2_000); });
+    const votes = await Promise.race([askNodes(5, systemClock, (i) => {
+      asked++;
+      return i < 3 ? Promise.resolve<ReleaseResult>({ status: "released" }) : silent;
+    }, (v) => decideRelease(v, 5)), bound]).finally(() => clearTimeout(timer));
+    assert.equal(asked, 5, "sent to every node");
+    assert.deepEqual(votes.map((v) => v.node), [0, 1, 2]);
+    assert.deepEqual(decideRelease(votes, 5), { status: "released" });
   });
 
   it("an undecided fan-out settles when every node answered, errors as votes", async () => {

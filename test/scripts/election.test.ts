@@ -20,10 +20,14 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     assert.ok(r.status === "founded");
     return r.token;
   };
-  const proclaim = (name: string, hold: string, token: bigint, value: string | null) => {
+  /** Each hold's proclaims are numbered 1, 2, ... as a leader numbers them; `seq` sends another number. */
+  const sent = new Map<string, number>();
+  const proclaim = (name: string, hold: string, token: bigint, value: string | null, seq?: number) => {
     const k = keys(name);
+    const n = seq ?? (sent.get(`${name}/${hold}`) ?? 0) + 1;
+    if (seq === undefined) sent.set(`${name}/${hold}`, n);
     return scripts.proclaim.call({ lock: k.lock, channel: k.channel },
-      { hold, token: token.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: "PUBLISH" });
+      { hold, token: token.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: "PUBLISH", seq: String(n) });
   };
   const read = (name: string) => b.run(scripts.readLeader.call({ lock: keys(name).lock }, {}));
   /** The next `count` messages on `channel`, or a failure after a deadline. */
@@ -69,12 +73,12 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     assert.equal(await read("reading"), null);
     const token = await found("reading", "o1", "h1");
     const unproclaimed = await read("reading");
-    assert.deepEqual({ ...unproclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", token, pttlMs: 0, proclaimed: false, value: null });
+    assert.deepEqual({ ...unproclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", token, pttlMs: 0, proclaimed: false, value: null, seq: 0 });
     // In quorum mode the proclaimed token (the lease's) may be above this node's own.
     await b.run(proclaim("reading", "h1", token + 7n, "v1"));
     const proclaimed = await read("reading");
     assert.ok(proclaimed && proclaimed.pttlMs > 9_000 && proclaimed.pttlMs <= 10_000);
-    assert.deepEqual({ ...proclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", token: token + 7n, pttlMs: 0, proclaimed: true, value: "v1" });
+    assert.deepEqual({ ...proclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", token: token + 7n, pttlMs: 0, proclaimed: true, value: "v1", seq: 1 });
     // No value, but proclaimed; and an empty string is a value.
     await b.run(proclaim("reading", "h1", token, null));
     assert.deepEqual(await read("reading").then((l) => [l?.proclaimed, l?.value]), [true, null]);
@@ -84,6 +88,18 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     const before = await b.snapshot(exclusiveKeys(k));
     await read("reading");
     assert.deepEqual(await b.snapshot(exclusiveKeys(k)), before, "read-only");
+  });
+
+  void it("a proclaim older than the one a node shows changes nothing there (a late or resent one in quorum mode); a newer one replaces it", async () => {
+    const token = await found("ordered", "o1", "h1");
+    await b.run(proclaim("ordered", "h1", token, "third", 3));
+    const k = keys("ordered");
+    const before = await b.snapshot(exclusiveKeys(k));
+    assert.equal(await b.run(proclaim("ordered", "h1", token, "second", 2)), "held");
+    assert.deepEqual(await b.snapshot(exclusiveKeys(k)), before);
+    assert.deepEqual(await read("ordered").then((l) => [l?.value, l?.seq]), ["third", 3]);
+    await b.run(proclaim("ordered", "h1", token, null, 4));
+    assert.deepEqual(await read("ordered").then((l) => [l?.proclaimed, l?.value, l?.seq]), [true, null, 4]);
   });
 
   void it("inspect-coordination: the election's holder, value and live candidates, and the latch of that name, read-only", async () => {

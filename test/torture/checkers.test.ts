@@ -49,6 +49,21 @@ describe("believed-hold overlap (lease tier)", () => {
     assert.deepEqual(vs[0]?.window, [100, 120]);
   });
 
+  it("a multiLock's lease holds the mutex of each of its keys, each with that key's token", () => {
+    const multi: HistoryEvent = { ...h.lease(0, 0, "M", "a", "10", "o"), keys: ["a", "b"], tokens: ["10", "20"] };
+    const vs = checkExclusion(buildModel([
+      multi, h.look(200, 0, "M"),
+      // A mutex of a joined by the same owner: the same hold on a (the same token), no conflict.
+      h.lease(10, 1, "J", "a", "10", "o"), h.look(150, 1, "J"),
+      // Another client on b while the multiLock still believes it holds b.
+      h.lease(100, 2, "B", "b", "21", "x"), h.look(130, 2, "B"),
+    ]));
+    assert.equal(only(vs).length, 1);
+    assert.equal(vs[0]?.checker, "believed-overlap");
+    assert.equal(vs[0]?.lock, "mutex:b");
+    assert.deepEqual(vs[0]?.window, [100, 130]);
+  });
+
   it("a hold that stopped believing before the next one came in is fine, however late it released", () => {
     const vs = checkExclusion(buildModel([
       h.lease(0, 0, "A", "k", "10", "a"), h.look(90, 0, "A"), h.look(95, 0, "A", false), h.end(400, 0, "A"),
@@ -284,5 +299,34 @@ describe("progress (a lock with waiters must change hands)", () => {
     const last = 20 * 170;
     assert.deepEqual(checkProgress(buildModel([...slow, h.fault(0, "kill-node", "start", "node1"), h.fault(last, "kill-node", "end", "node1")])), []);
     assert.deepEqual(checkProgress(buildModel(turns(3, 150))), [], "300 ms of idle time in all: not enough to judge");
+  });
+
+  it("a multiLock's hold holds each of its keys, and its wait (for all of them at once) judges none", () => {
+    // Mutex waiters on b, held 20 s by a multiLock of [a, b]: no idle time on b. A multiLock
+    // waiter of [a, c] waits meanwhile with a free: no idle time on a either.
+    const multi: HistoryEvent = { ...h.lease(0, 0, "M", "a", "10", "o", { call: "m" }), keys: ["a", "b"], tokens: ["10", "20"] };
+    const events: HistoryEvent[] = [
+      h.invoke(0, 0, "m", "acquire", null, { key: "a", prim: "mutex", args: { with: "b" } }), multi, h.ok(0, 0, "m"),
+      h.invoke(10, 1, "wb", "acquire", null, { key: "b", prim: "mutex" }),
+      h.invoke(10, 2, "wa", "acquire", null, { key: "a", prim: "mutex", args: { with: "c" } }),
+      h.lease(1, 3, "A0", "a", "5", "x"), h.end(2, 3, "A0"), h.lease(1, 4, "B0", "b", "6", "x"), h.end(2, 4, "B0"),
+      h.end(20_000, 0, "M"), h.lease(20_001, 1, "B", "b", "21", "y", { call: "wb" }), h.ok(20_001, 1, "wb"), h.end(20_010, 1, "B"),
+    ];
+    assert.deepEqual(checkProgress(buildModel(events)), []);
+    // Without the multiLock's second key, b looks idle with a waiter for 20 s.
+    const plain: HistoryEvent = { ...multi, keys: ["a"], tokens: ["10"] };
+    assert.equal(checkProgress(buildModel(events.map((e) => (e === multi ? plain : e)))).length, 1);
+  });
+
+  it("a lost lease holds its lock for the longest ttl an extend() gave it", () => {
+    // L extended to 8 s, then lost at 1,000 ms (its connection stalled): Redis may keep the lock
+    // until 9,000 ms, and a waiter that gets it at 9,010 ms saw a healthy handoff.
+    const events: HistoryEvent[] = [
+      h.lease(0, 0, "L", "k", "10", "a"), h.invoke(10, 0, "x", "extend", null, { lease: "L", key: "k", prim: "mutex", args: { ttl: 8_000 } }),
+      h.ok(20, 0, "x"), h.look(900, 0, "L"), h.look(1_000, 0, "L", false),
+      h.invoke(500, 1, "w", "acquire", null, { key: "k", prim: "mutex" }),
+      h.lease(9_010, 1, "W", "k", "11", "b", { call: "w" }), h.ok(9_010, 1, "w"), h.end(9_050, 1, "W"),
+    ];
+    assert.deepEqual(checkProgress(buildModel(events)), []);
   });
 });

@@ -94,7 +94,9 @@ export class Executor {
 
   #primitive(locks: Surelock, target: Target): Lockable {
     switch (target.prim) {
-      case "mutex": return locks.mutex(target.key, { fair: target.fair, ...(target.ttl !== undefined && { ttl: target.ttl }) });
+      case "mutex":
+        if (target.with !== undefined) return locks.multiLock([target.key, target.with], target.ttl === undefined ? {} : { ttl: target.ttl });
+        return locks.mutex(target.key, { fair: target.fair, ...(target.ttl !== undefined && { ttl: target.ttl }) });
       case "read": return locks.readWriteLock(target.key, target.ttl === undefined ? {} : { ttl: target.ttl }).read();
       case "write": return locks.readWriteLock(target.key, target.ttl === undefined ? {} : { ttl: target.ttl }).write();
       case "sem": return locks.semaphore(target.key, { permits: target.permits, ...(target.ttl !== undefined && { ttl: target.ttl }) });
@@ -112,6 +114,7 @@ export class Executor {
       if (a.signalMs !== undefined) args.signalMs = a.signalMs;
     }
     if (a.owner !== undefined) args.owner = a.owner;
+    if (s.target.prim === "mutex" && s.target.with !== undefined) args.with = s.target.with;
     const waitMs = a.how === "tryAcquire" ? 0 : Math.min(a.timeout ?? Infinity, a.signalMs ?? Infinity);
     const boundMs = waitMs === Infinity ? null : waitMs + env.slackMs;
 
@@ -193,6 +196,9 @@ export class Executor {
       owner: lease.owner, instance: s.instance, ttl,
       ...(parent !== undefined && { parent }), ...(late && { late }),
       ...(s.target.prim === "sem" && { permits: s.target.permits }),
+      ...(s.target.prim === "mutex" && s.target.with !== undefined && {
+        keys: [...lease.fencingTokens.keys()], tokens: [...lease.fencingTokens.values()].map(String),
+      }),
     });
     env.watch.add(id, lease);
     return { id, lease, target: s.target };

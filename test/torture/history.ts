@@ -68,6 +68,9 @@ export interface LeaseEvent extends Stamp {
   /** Acquired by a job that outlived the section it was scheduled in. */
   readonly late?: boolean;
   readonly permits?: number;
+  /** A multiLock's lease: every key (`key` is the first) and each key's token (`token` is the first's). */
+  readonly keys?: readonly string[];
+  readonly tokens?: readonly string[];
 }
 
 /**
@@ -139,7 +142,13 @@ export interface ListenerLeakEvent extends Stamp {
 }
 
 export type FaultKind =
-  | "pause-worker" | "pause-node" | "kill-node" | "latency" | "blackhole" | "reset" | "cut" | "failover";
+  | "pause-worker" | "pause-node" | "kill-node" | "latency" | "blackhole" | "reset" | "cut" | "failover"
+  /** Wake-up messages (pub/sub pushes) held, then delivered late or lost; commands pass. */
+  | "wakeups"
+  /** One command connection's requests (a refresh, a renewal) held, then delivered late. */
+  | "stall"
+  /** Both on one node, the stall ending first: a grant heard of after it lapsed. */
+  | "late-wakeup";
 
 /** The nemesis acted. `dataLoss`: the fault can make a server forget acknowledged writes. */
 export interface FaultEvent extends Stamp {

@@ -23,7 +23,17 @@ export type Fault =
   | { readonly kind: "blackhole"; readonly node: NodeRef; readonly ms: number; readonly heal: HealMode }
   | { readonly kind: "reset"; readonly node: NodeRef | "all" }
   | { readonly kind: "cut"; readonly node: NodeRef | "all"; readonly classes: readonly FaultClass[]; readonly withinMs: number }
-  | { readonly kind: "failover" };
+  | { readonly kind: "failover" }
+  | { readonly kind: "wakeups"; readonly node: NodeRef | "all"; readonly ms: number; readonly heal: "deliver" | "lose" }
+  | { readonly kind: "stall"; readonly node: NodeRef; readonly ms: number; readonly pick: number }
+  /**
+   * A grant heard of after it lapsed: one node's wake-ups held (up to `withinMs`) until a release
+   * grants a lock to a waiter; that waiter's command connection (the one its ticket was last sent
+   * on) then stalls until `afterMs` past the grant's PTTL, so that no refresh of it runs while the
+   * grant lasts and the next ones run after it lapsed (the lock's hash, counter and all, gone with
+   * it); the wake-ups, the announcement among them, come `lateMs` after that, or are lost.
+   */
+  | { readonly kind: "late-wakeup"; readonly node: NodeRef; readonly withinMs: number; readonly afterMs: number; readonly lateMs: number; readonly heal: "deliver" | "lose" };
 
 export interface ScheduledFault {
   readonly at: number;
@@ -48,7 +58,7 @@ export function planFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   const ttl = scope.maxTtlMs;
   const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
   const anyNode = (): NodeRef | "all" => (rng.chance(0.3) ? "all" : node());
-  const weights: [FaultKind, number][] = [
+  const weights: [Exclude<FaultKind, "wakeups" | "stall" | "late-wakeup">, number][] = [
     ["cut", 26], ["latency", 18], ["pause-worker", 10], ["reset", 7], ["blackhole", 12],
     ["pause-node", 8], ["kill-node", 6], ["failover", scope.deployment === "sentinel" ? 4 : 0],
   ];
@@ -91,6 +101,45 @@ export function planFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
   return out;
 }
 
+/** Mean gap between two faults of the wake-up schedule. */
+const WAKEUP_MEAN_GAP_MS = 1_500;
+
+/**
+ * A second schedule, from a PRNG of its own (so the seeds recorded before it keep their first
+ * schedule): wake-up messages held and delivered late or lost, one command connection stalled,
+ * and both at once, aimed at a granted waiter, with the stall ending first (issue 24: a grant
+ * learned of after it lapsed): the wake-ups stay held long enough after the stall for another
+ * waiter's refresh to find the lock free and take it.
+ */
+export function planWakeupFaults(rng: Rng, scope: NemesisScope): ScheduledFault[] {
+  const out: ScheduledFault[] = [];
+  const ttl = scope.maxTtlMs;
+  const node = (): NodeRef => (scope.deployment === "sentinel" && rng.chance(0.7) ? "primary" : rng.int(0, scope.nodes - 1));
+  for (let at = rng.exponential(WAKEUP_MEAN_GAP_MS); at < scope.durationMs; at += rng.exponential(WAKEUP_MEAN_GAP_MS)) {
+    const kind = rng.weighted([["wakeups", 3], ["stall", 3], ["late-wakeup", 4]] as const);
+    let fault: Fault;
+    switch (kind) {
+      case "wakeups":
+        fault = { kind, node: rng.chance(0.3) ? "all" : node(), ms: rng.int(50, 2 * ttl), heal: rng.chance(0.6) ? "deliver" : "lose" };
+        break;
+      case "stall":
+        fault = { kind, node: node(), ms: rng.int(100, 2 * ttl), pick: rng.int(0, 1_000) };
+        break;
+      case "late-wakeup":
+        fault = {
+          // The stall ends right after the grant lapsed, before the next waiter's refresh finds
+          // the lock free; the announcement arrives while the refresh the waiter sent last before
+          // that (a third of its ticket lease after the previous one) could still vouch for it.
+          kind, node: node(), withinMs: rng.int(500, 2 * ttl), afterMs: rng.int(0, 50), lateMs: rng.int(50, 600),
+          heal: rng.chance(0.9) ? "deliver" : "lose",
+        };
+        break;
+    }
+    out.push({ at: Math.round(at), fault });
+  }
+  return out;
+}
+
 export interface NemesisTargets {
   readonly deployment: Deployment;
   /** pids of the worker processes, by index. */
@@ -111,6 +160,18 @@ export class Nemesis {
   readonly #running = new Set<Promise<void>>();
   readonly #down = new Set<DataNode>();
   readonly #pausedWorkers = new Set<number>();
+  /** Nodes whose wake-ups a fault holds now. */
+  readonly #pushesHeld = new Set<DataNode>();
+
+  #holdPushes(n: DataNode): void {
+    this.#pushesHeld.add(n);
+    n.proxy.holdPushes();
+  }
+
+  #releasePushes(n: DataNode, heal: "deliver" | "lose"): void {
+    this.#pushesHeld.delete(n);
+    n.proxy.releasePushes(heal);
+  }
   #stopped = false;
   /** Faults carried out and skipped, for the report. */
   readonly counts: Record<string, number> = {};
@@ -286,6 +347,81 @@ export class Nemesis {
         }
         return;
       }
+      case "wakeups": {
+        const nodes = (await this.#nodes(f.node)).filter((n) => !this.#pushesHeld.has(n));
+        // One hold of a node's wake-ups at a time: an earlier one's end would release a later one's.
+        if (nodes.length === 0) return this.#emit(f.kind, "skip", String(f.node));
+        const name = f.node === "all" ? "all" : nodes[0]?.name ?? "?";
+        for (const n of nodes) this.#holdPushes(n);
+        this.#emit(f.kind, "start", name, { ms: f.ms, heal: f.heal });
+        try {
+          await sleep(f.ms);
+        } finally {
+          for (const n of nodes) this.#releasePushes(n, f.heal);
+          this.#emit(f.kind, "end", name, { heal: f.heal });
+        }
+        return;
+      }
+      case "stall": {
+        const n = await this.#node(f.node);
+        const connection = n?.proxy.stall(f.pick) ?? null;
+        if (!n || connection === null) return this.#emit(f.kind, "skip", n?.name ?? String(f.node));
+        this.#emit(f.kind, "start", n.name, { ms: f.ms, connection });
+        try {
+          await sleep(f.ms);
+        } finally {
+          n.proxy.unstall();
+          this.#emit(f.kind, "end", n.name);
+        }
+        return;
+      }
+      case "late-wakeup": {
+        const n = await this.#node(f.node);
+        if (!n || this.#pushesHeld.has(n)) return this.#emit(f.kind, "skip", n?.name ?? String(f.node));
+        this.#holdPushes(n);
+        this.#emit(f.kind, "start", n.name, { withinMs: f.withinMs, afterMs: f.afterMs, lateMs: f.lateMs, heal: f.heal });
+        let stop = (): void => {};
+        try {
+          // The first grant heard whose waiter's connection can be stalled: "g <ticket> <token> <pttl>".
+          const grant = await new Promise<{ ticket: string; pttl: number; connection: string; lock: string } | undefined>((resolve) => {
+            const timer = setTimeout(() => resolve(undefined), f.withinMs);
+            stop = n.proxy.onMessage((payload, channel) => {
+              const [kind, ticket, , pttl] = payload.split(" ");
+              if (this.#stopped || kind !== "g" || ticket === undefined || pttl === undefined) return;
+              const connection = n.proxy.stallSender(ticket);
+              if (connection === null) return;
+              clearTimeout(timer);
+              // The lock's hash beside its channel: <prefix>:{key}:wake[:instance] -> <prefix>:{key}:lock.
+              resolve({ ticket, pttl: Number(pttl), connection, lock: channel.replace(/:wake(:[^:]*)?$/, ":lock") });
+            });
+          });
+          stop();
+          if (!grant) return;
+          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: ticket ${grant.ticket} granted for ${grant.pttl} ms; connection ${grant.connection} stalled` });
+          try {
+            await sleep(grant.pttl + f.afterMs);
+          } finally {
+            n.proxy.unstall();
+          }
+          this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: connection ${grant.connection} unstalled, wake-ups still held` });
+          // The announcement is worth most right after another waiter took the lock (which its
+          // refresh does once the grant lapsed): watch the server for a new holder, up to `lateMs`.
+          const until = performance.now() + f.lateMs;
+          while (performance.now() < until) {
+            const holder = await n.server.commandWithTimeout(500, "HGET", grant.lock, "h").catch(() => null);
+            if (holder !== null && holder !== grant.ticket) {
+              this.#t.emit({ type: "note", text: `late-wakeup on ${n.name}: ${grant.lock} taken by ${String(holder)}; wake-ups released` });
+              break;
+            }
+            await sleep(5);
+          }
+        } finally {
+          stop();
+          this.#releasePushes(n, f.heal);
+          this.#emit(f.kind, "end", n.name, { heal: f.heal });
+        }
+        return;
+      }
       case "failover": {
         const failover = this.#t.deployment.failover;
         if (!failover || this.#down.size > 0) return this.#emit(f.kind, "skip", "sentinel");
@@ -306,6 +442,8 @@ export class Nemesis {
     for (const n of this.#t.deployment.nodes) {
       n.proxy.setLatency(0, 0);
       n.proxy.heal("deliver");
+      n.proxy.releasePushes("deliver");
+      n.proxy.unstall();
     }
     for (const w of this.#pausedWorkers) {
       const pid = this.#t.workerPids[w];

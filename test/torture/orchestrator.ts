@@ -17,7 +17,7 @@ import { startDeployment } from "./deployment.js";
 import { guardLog, guardResource } from "./executor.js";
 import type { HistoryEvent, Unstamped } from "./history.js";
 import type { FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
-import { Nemesis, planFaults } from "./nemesis.js";
+import { Nemesis, planFaults, planWakeupFaults } from "./nemesis.js";
 import type { DeploymentKind } from "./plan.js";
 import { deriveSeed, Rng } from "./prng.js";
 import { minimalHistory, summarize } from "./report.js";
@@ -111,9 +111,9 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
     await Promise.all(workers.map((w) => expect(w.child, "ready", 60_000, `worker ${w.index} to connect`)));
     log(await checkClock(workers));
 
-    const schedule = planFaults(new Rng(deriveSeed(o.seed, "nemesis")), {
-      deployment: o.deployment, nodes: deployment.nodes.length, workers: o.workers, durationMs, maxTtlMs: 1_500,
-    });
+    const scope = { deployment: o.deployment, nodes: deployment.nodes.length, workers: o.workers, durationMs, maxTtlMs: 1_500 };
+    const schedule = [...planFaults(new Rng(deriveSeed(o.seed, "nemesis")), scope),
+      ...planWakeupFaults(new Rng(deriveSeed(o.seed, "nemesis", "wakeups")), scope)].sort((a, b) => a.at - b.at);
     origin = monoMs() + 100;
     const setupS = (origin - t0) / 1000;
     emit({ type: "note", text: `run starts: ${schedule.length} faults planned` });

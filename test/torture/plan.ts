@@ -17,7 +17,8 @@ export interface PlanScope {
 }
 
 export type Target =
-  | { readonly prim: "mutex"; readonly key: string; readonly ttl?: number; readonly fair: boolean }
+  /** `with`: a multiLock of `key` and `with` (its lease stands for the mutexes of both keys). */
+  | { readonly prim: "mutex"; readonly key: string; readonly ttl?: number; readonly fair: boolean; readonly with?: string }
   | { readonly prim: "read" | "write"; readonly key: string; readonly ttl?: number }
   | { readonly prim: "sem"; readonly key: string; readonly permits: number; readonly ttl?: number };
 
@@ -191,4 +192,65 @@ function inner(rng: Rng, scope: PlanScope, outer: Target, outerHow: AcquireHow, 
   const waitPart = timeout === undefined ? {} : { timeout };
   const acquire: AcquireHow = how === "withLock" ? { how, ...waitPart, ...owner } : { how, end, ...waitPart, ...owner };
   return { target, acquire, instance, steps: steps(rng, scope, target, acquire, instance, depth) };
+}
+
+/**
+ * Turns some mutex operations into multiLocks of their key and another (issue 24: owner joins
+ * across a multiLock and a mutex of its keys; the shared owners are per first key, so a mutex of
+ * k0 and a multiLock of [k0, k2] with one owner join each other's hold). Drawn from a PRNG of its
+ * own after `nextOp`, so the operations a seed recorded before it plans stay the same. Not in a
+ * Cluster, where the keys of a multiLock must share a slot.
+ */
+export function widen(op: Op, rng: Rng, scope: PlanScope): Op {
+  const keys = mutexKeys(scope);
+  if (scope.deployment === "cluster" || keys.length < 2 || !rng.chance(0.25)) return op;
+  if (op.op !== "section" || op.section.target.prim !== "mutex") return op;
+  const key = op.section.target.key;
+  const other = rng.pick(keys.filter((k) => k !== key));
+  return { op: "section", section: withKey(op.section, key, other) };
+}
+
+/** The section and every nested one on the mutex `key`, as multiLocks of `key` and `other`. */
+function withKey(s: Section, key: string, other: string): Section {
+  const target: Target = s.target.prim === "mutex" && s.target.key === key ? { ...s.target, with: other } : s.target;
+  const steps = s.steps.map((step): Step => {
+    switch (step.do) {
+      case "nest": return { ...step, section: withKey(step.section, key, other) };
+      case "fork": return { ...step, branches: step.branches.map((b) => withKey(b, key, other)) };
+      case "later": return { ...step, jobs: step.jobs.map((j) => withKey(j, key, other)) };
+      default: return step;
+    }
+  });
+  return { ...s, target, steps };
+}
+
+/**
+ * Owner joins across a multiLock and a mutex of its first key (issue 24, overlap 2): some
+ * top-level sections on a mutex key `k` take the one owner `own-k-0`; a multiLock among them
+ * (from `widen`) is of `k` and the key after it, always the same pair, so that one founded in one
+ * process is joined by the same multiLock in others and by a mutex of `k`; such a mutex often
+ * extends its hold at once to a few seconds, so that `k` outlives the pair's other key by far
+ * while a joiner learns of both. Drawn from a PRNG of its own after `widen`, so what the other
+ * PRNGs plan stays the same.
+ */
+export function joinAcross(op: Op, rng: Rng, scope: PlanScope): Op {
+  if (op.op !== "section" || op.section.target.prim !== "mutex" || op.section.acquire.owner !== undefined) return op;
+  const s = op.section;
+  const key = s.target.key;
+  const multi = s.target.prim === "mutex" && s.target.with !== undefined;
+  if (!rng.chance(multi ? 0.6 : 0.3)) return op;
+  const acquire: AcquireHow = { ...s.acquire, owner: `own-${key}-0` };
+  if (multi) {
+    // A multiLock founds its hold only with both keys free at once, which the mutex traffic on
+    // them rarely leaves (most timed out): it waits long, and the others then join at once.
+    if (acquire.how !== "tryAcquire") Object.assign(acquire, { timeout: rng.int(3_000, 8_000) });
+    const keys = mutexKeys(scope);
+    const partner = keys[(keys.indexOf(key) + 1) % keys.length] as string;
+    const joined = withKey(s, key, partner);
+    // Half of them stay a while: a joiner that outlives the hold's founder keeps the pair alone.
+    const steps: readonly Step[] = rng.chance(0.5) ? [...joined.steps, { do: "work", ms: rng.int(1_000, 3_000) }] : joined.steps;
+    return { op: "section", section: { ...joined, acquire, steps } };
+  }
+  const steps: readonly Step[] = rng.chance(0.6) ? [{ do: "extend", ttl: rng.int(3_000, 8_000) }, ...s.steps] : s.steps;
+  return { op: "section", section: { ...s, acquire, steps } };
 }

@@ -13,7 +13,7 @@ import { monoMs } from "./clock.js";
 import { Executor, type ExecEnv } from "./executor.js";
 import { errorInfo } from "./history.js";
 import type { ClientSpec, FromWorker, ToWorker, WorkerConfig } from "./ipc.js";
-import { nextOp, type PlanScope } from "./plan.js";
+import { joinAcross, nextOp, widen, type PlanScope } from "./plan.js";
 import { deriveSeed, Rng } from "./prng.js";
 import { LeaseWatch, Recorder } from "./recorder.js";
 
@@ -128,13 +128,17 @@ class Worker {
     const ttls = [rng.int(300, 1_500), rng.int(300, 1_500)];
     const pollInterval = rng.pick([200, 500, 1_000]);
     const replicas = c.deployment === "sentinel" && rng.chance(0.3) ? { count: 1, timeout: 100 } : undefined;
+    // Half the workers keep a freed lock's counter briefly (issue 24: counters that expire between
+    // a grant and its use); from a PRNG of its own, so earlier seeds keep their instances.
+    const retention = new Rng(deriveSeed(c.seed, "worker", c.index, "retention"));
+    const counterRetention = retention.chance(0.5) ? 2 * c.commandTimeoutMs + retention.int(0, 1_000) : undefined;
     this.#clients = makeClients(c.spec, c.autoResend);
     await whenReady(this.#clients.all, 15_000);
     this.#listenersBefore = listenerCounts(this.#clients);
     const clients = this.#clients;
     const make = (index: number): Surelock => new Surelock({
       redis: clients.lockClients, ttl: ttls[index] as number, commandTimeout: c.commandTimeoutMs, pollInterval,
-      ...(replicas && { replicas }),
+      ...(replicas && { replicas }), ...(counterRetention !== undefined && { counterRetention }),
     });
     this.#env = {
       rec: this.#rec, watch: this.#watch, instances: ttls.map((_, i) => make(i)), instanceTtls: ttls, replace: make,
@@ -152,7 +156,9 @@ class Worker {
     const executor = new Executor(env);
     const flows = Promise.all(Array.from({ length: this.#config.flows }, async (_, f) => {
       const rng = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f));
-      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(nextOp(rng, scope));
+      const multi = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "multi"));
+      const joins = new Rng(deriveSeed(this.#config.seed, "worker", this.#config.index, "flow", f, "join"));
+      while (!this.#stopping && monoMs() < this.#stopAt) await executor.run(joinAcross(widen(nextOp(rng, scope), multi, scope), joins, scope));
     }));
     // Every operation ends within a few seconds of the stop (bounded waits, short sections) unless
     // something never settles: then close the instances, which rejects what still waits.

@@ -18,10 +18,13 @@ function believed(model: Model, filter: (l: LeaseRecord) => boolean): Map<string
   const byLock = new Map<string, Interval[]>();
   for (const l of model.leases.values()) {
     if (!filter(l) || l.believedEnd === undefined || l.believedEnd <= l.start) continue;
-    const lock = lockOf(l.prim, l.key);
-    const list = byLock.get(lock) ?? [];
-    list.push({ lease: l, from: l.start, to: l.believedEnd });
-    byLock.set(lock, list);
+    // A multiLock's lease holds the mutex of each of its keys, each with that key's token.
+    for (const lease of [l, ...l.others.map((o) => ({ ...l, key: o.key, token: o.token }))]) {
+      const lock = lockOf(lease.prim, lease.key);
+      const list = byLock.get(lock) ?? [];
+      list.push({ lease, from: l.start, to: l.believedEnd });
+      byLock.set(lock, list);
+    }
   }
   for (const list of byLock.values()) list.sort((a, b) => a.from - b.from);
   return byLock;

@@ -20,6 +20,8 @@ export interface LeaseRecord {
   readonly parent: string | undefined;
   readonly late: boolean;
   readonly permits: number | undefined;
+  /** A multiLock's lease: its other keys, each with its own token (`key` and `token` are the first's). */
+  readonly others: readonly { readonly key: string; readonly token: string }[];
   /** When the acquisition resolved. */
   readonly start: number;
   /** The last look that saw it held and its signal not aborted (undefined: never). */
@@ -183,7 +185,8 @@ export function buildModel(history: readonly HistoryEvent[]): Model {
 function fromLease(e: LeaseEvent): LeaseRecord {
   return {
     id: e.lease, worker: e.w, call: e.call, key: e.key, prim: e.prim, token: e.token, owner: e.owner, ttl: e.ttl, instance: e.instance,
-    parent: e.parent, late: e.late === true, permits: e.permits, start: e.t,
+    parent: e.parent, late: e.late === true, permits: e.permits,
+    others: (e.keys ?? []).slice(1).map((key, i) => ({ key, token: e.tokens?.[i + 1] ?? "" })), start: e.t,
     believedEnd: undefined, lostAt: undefined, lostReason: undefined, end: undefined, endLook: undefined,
   };
 }

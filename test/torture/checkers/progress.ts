@@ -13,8 +13,8 @@
  * floor: a handoff takes a few round trips, so one change per `floorMs` of idle time is far below
  * any healthy lock.
  */
-import { lockOf, type Model } from "./model.js";
-import type { Violation } from "./violation.js";
+import { lockOf, type LeaseRecord, type Model } from "./model.js";
+import { longestTtl, type Violation } from "./violation.js";
 
 /** The calls whose time counts as waiting for a lock (tryAcquire never waits). */
 const WAITING = new Set(["acquire", "withLock"]);
@@ -91,8 +91,15 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
     if (prim !== "mutex" || key === undefined) continue;
     // A one-shot attempt in flight may hold the lock in Redis before its caller knows (its reply
     // slow or lost): nobody is owed the lock meanwhile.
-    if (op === "tryAcquire" || op === "foreign-try") of(lockOf(prim, key)).held.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
-    if (WAITING.has(op)) of(lockOf(prim, key)).waits.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+    if (op === "tryAcquire" || op === "foreign-try") {
+      for (const k of [key, ...(typeof c.invoke.args?.with === "string" ? [c.invoke.args.with] : [])]) {
+        of(lockOf(prim, k)).held.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
+      }
+    }
+    // A multiLock's waiter waits for all of its keys at once: its first key free and it still
+    // waiting is no stall (it judges nothing); its hold, once it has it, holds every key (below).
+    const multi = c.invoke.args?.with !== undefined;
+    if (WAITING.has(op) && !multi) of(lockOf(prim, key)).waits.push([c.invoke.t, c.leaseAt ?? c.doneAt ?? model.endAt]);
   }
   // A lease holds its lock until it is given back: its release call settled (a holder may be done
   // with its section well before it releases), or its withLock call returned.
@@ -103,10 +110,13 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
   }
   for (const l of model.leases.values()) {
     if (l.prim !== "mutex") continue;
-    const lock = of(lockOf(l.prim, l.key));
+    for (const key of [l.key, ...l.others.map((o) => o.key)]) holds(of(lockOf(l.prim, key)), l);
+  }
+  function holds(lock: { held: Span[]; starts: number[] }, l: LeaseRecord): void {
     // A re-entry (or a join by owner) keeps the hold out as long as it lasts, but changes no hands.
-    // A lost lease's hold may stay in Redis until its ttl runs out (renewals applied, unconfirmed).
-    const lostHold = l.lostAt === undefined ? 0 : l.lostAt + l.ttl;
+    // A lost lease's hold may stay in Redis until its ttl runs out (renewals applied, unconfirmed),
+    // the longest one an extend() gave it (a stalled connection's holder extended to seconds).
+    const lostHold = l.lostAt === undefined ? 0 : l.lostAt + longestTtl(model, l, l.lostAt);
     lock.held.push([l.start, Math.max(l.end ?? l.lostAt ?? model.endAt, givenBack.get(l.id) ?? 0, lostHold)]);
     if (l.parent === undefined) lock.starts.push(l.start);
   }
