@@ -39,7 +39,7 @@ const argv = process.argv.slice(2);
 if (argv.includes("--costs")) {
   // Another job: where an uncontended cycle's time goes, see costs.mjs.
   const { main: costs } = await import("./costs.mjs");
-  process.exit(await costs());
+  process.exit(await costs(argv));
 }
 if (argv.includes("--profile")) {
   // A different job: W1 under the CPU profiler, see profile.mjs.

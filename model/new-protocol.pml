@@ -32,9 +32,16 @@
  *                    id: a waiter's ticket is the id of every hold it founds, so one id can name a
  *                    grant that expired unnoticed and then a fresh hold, and a late command for
  *                    the first (a grant given back) must not act on the second
- *   FIX_TOMBSTONE    every release leaves a tombstone (its entry id) in a key of its own that
- *                    lives for the counter retention, so that its replay answers as the first run
- *                    did even after the hash expired (with the hold, or with a successor's hold)
+ *   FIX_TOMBSTONE    the evidence a release leaves outlives the hash: before a hash with a counter
+ *                    gets a PTTL that may end it within the replay window (a successor founded,
+ *                    by an attempt or by a grant; a renewal or extend, which here may shorten),
+ *                    the tokens of its epoch so far (birth .. counter, or .. the live hold's token
+ *                    - 1) are recorded in a key of its own for the counter retention; an entry
+ *                    given back while its hold's others remain leaves a tombstone (its id: the
+ *                    hold may yet expire), and a hold served from the line leaves one (its id)
+ *                    when it ends, for its ticket's late refresh. So a replay answers as the first run did even after
+ *                    the hash expired (with the hold, or with a successor's hold), and an
+ *                    uncontended release writes nothing of its own (docs/protocol.md)
  *   FIX_COUNTER_EPOCH a "queued" reply made while the lock has no hash carries what any hash
  *                    born later starts above (the server clock in µs; here the global counter),
  *                    not 0: a 0 reads as "before" a grant whose hold (and hash) expired unused
@@ -63,6 +70,7 @@ unsigned htok : 4;              /* the hold's token */
 unsigned hn : 2;                /* its entry count */
 unsigned hents : 12;            /* its entry ids (@<entry>) */
 bool hgr;                       /* founded by a grant (its PTTL is the rest of the ticket lease) */
+bool hq;                        /* served from the line (a grant, or its attempt at the head): its end leaves a tombstone */
 
 #define QMAX 4
 typedef Ticket {
@@ -72,17 +80,38 @@ typedef Ticket {
 Ticket q[QMAX];                 /* the queue, head first */
 unsigned qn : 3;
 
-unsigned tomb : 12;             /* FIX_TOMBSTONE: ids of entries released (kept for the counter retention) */
+unsigned tomb : 12;             /* FIX_TOMBSTONE: ids of entries given back from a hold that lived on, and of holds served from the line that ended (kept for the counter retention) */
 unsigned tombexp : TIMEBITS;    /* ... until this instant */
+unsigned etoks : 16;            /* FIX_TOMBSTONE: tokens of recorded epochs (holds that ended without expiring) */
+unsigned etexp : TIMEBITS;      /* ... until this instant */
 
 inline expire() {
   if
   :: hash && hexp <= now ->
      if :: hid != 0 -> printf("t=%d redis: hold %d (token %d) expired\n", now, hid, htok) :: else fi;
-     hash = false; hexp = 0; birth = 0; hid = 0; htok = 0; hn = 0; hents = 0; hgr = false
+     hash = false; hexp = 0; birth = 0; hid = 0; htok = 0; hn = 0; hents = 0; hgr = false; hq = false
   :: else
   fi;
-  if :: tomb != 0 && tombexp <= now -> tomb = 0; tombexp = 0 :: else fi
+  if :: tomb != 0 && tombexp <= now -> tomb = 0; tombexp = 0 :: else fi;
+  if :: etoks != 0 && etexp <= now -> etoks = 0; etexp = 0 :: else fi
+}
+
+/* FIX_TOMBSTONE: the hash's epoch from its birth to `hi` is recorded before the hash may end early */
+inline keep_epoch(hi) {
+#ifdef FIX_TOMBSTONE
+  if
+  :: hash && birth <= hi ->
+     j = birth;
+     do
+     :: j <= hi -> etoks = etoks | BIT(j); j++
+     :: else -> break
+     od;
+     etexp = RETAINED
+  :: else
+  fi
+#else
+  skip
+#endif
 }
 
 inline qpop() {
@@ -120,10 +149,11 @@ inline enqueue(et) {
 
 /* found a hold: a new token; a hash born anew records its birth */
 inline found(fe, flease, fgr) {
+  keep_epoch(cnt);
   cnt++;
   if :: !hash -> hash = true; birth = cnt :: else fi;
   issued(cnt);
-  hid = fe; htok = cnt; hn = 1; hents = BIT(fe); hgr = fgr; hexp = now + flease
+  hid = fe; htok = cnt; hn = 1; hents = BIT(fe); hgr = fgr; hq = fgr; hexp = now + flease
 }
 
 /* the release's handoff: the live head of the queue gets the lock for the rest of its lease */
@@ -169,8 +199,9 @@ inline s_attempt(kk) {
         enqueue(pend[kk].e); pend[kk].rc = QUEUED; pend[kk].rv = QCNT;
         if :: !hash -> SEEN(W_QUEUED_NO_HASH) :: else fi
      :: else ->
-        if :: qn > 0 -> qpop() :: else fi;
+        if :: qn > 0 -> qpop(); x = 1 :: else -> x = 0 fi;
         found(pend[kk].e, pend[kk].ttl, false);
+        hq = (x == 1);                           /* served from the line */
         pend[kk].rc = ACQUIRED; pend[kk].rv = htok
      fi
   fi
@@ -193,7 +224,7 @@ inline s_reenter(kk) {
 /* keepalive (renewal) and extend: set the hold's PTTL */
 inline s_pexpire(kk) {
   if
-  :: OURS(kk) -> hexp = now + pend[kk].ttl; pend[kk].rc = HELD
+  :: OURS(kk) -> keep_epoch(htok - 1); hexp = now + pend[kk].ttl; pend[kk].rc = HELD
   :: else -> pend[kk].rc = GONE
   fi
 }
@@ -203,11 +234,11 @@ inline s_release(i, kk) {
   if
   :: OURS(kk) && (hents & BIT(pend[kk].e)) ->
      hents = hents ^ BIT(pend[kk].e); hn--;
-#ifdef FIX_TOMBSTONE
-     tomb = tomb | BIT(pend[kk].e); tombexp = RETAINED;
-#endif
      if
      :: hn == 0 ->
+#ifdef FIX_TOMBSTONE
+        if :: hq -> tomb = tomb | BIT(hid); tombexp = RETAINED :: else fi;
+#endif
         x = OWNER(hid);
         if
         /* its owner's hold: the same id and token (a ticket is the id of every hold its waiter
@@ -216,16 +247,20 @@ inline s_release(i, kk) {
         :: else
         fi;
         printf("t=%d redis: hold %d (token %d) released\n", now, hid, htok);
-        hid = 0; htok = 0; hgr = false; hents = 0; hexp = RETAINED;
+        hid = 0; htok = 0; hgr = false; hq = false; hents = 0; hexp = RETAINED;
         grant();
         pend[kk].rc = RELEASED
-     :: else -> pend[kk].rc = DECREMENTED
+     :: else ->
+#ifdef FIX_TOMBSTONE
+        tomb = tomb | BIT(pend[kk].e); tombexp = RETAINED;   /* the hold may still expire */
+#endif
+        pend[kk].rc = DECREMENTED
      fi
   :: OURS(kk) && !(hents & BIT(pend[kk].e)) ->
      pend[kk].rc = DECREMENTED;                /* replay of a non-final release */
      SEEN(W_NONFINAL_REPLAY)
-  :: !OURS(kk) && ((hash && birth <= pend[kk].tok) || (tomb & BIT(pend[kk].e))) ->
-     pend[kk].rc = RELEASED;                   /* hold gone from a hash alive since its token */
+  :: !OURS(kk) && ((hash && birth <= pend[kk].tok) || (pend[kk].tok > 0 && (etoks & BIT(pend[kk].tok))) || (tomb & (BIT(pend[kk].e) | BIT(pend[kk].h)))) ->
+     pend[kk].rc = RELEASED;                   /* hold gone from a hash (or a recorded epoch) alive since its token */
      if :: pend[kk].once -> SEEN(W_FINAL_REPLAY) :: else fi
   :: else -> pend[kk].rc = GONE
   fi;

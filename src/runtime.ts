@@ -38,6 +38,11 @@ export interface RuntimeOptions {
   readonly closeMs: number;
   /** The longest a store call can take before it settles by itself, ms. */
   readonly callBoundMs: number;
+  /**
+   * The longest an acquire's first attempt takes before it settles by itself, when that bound is
+   * sure (one deployment: its command timeout); absent, every wait makes its interruption at once.
+   */
+  readonly attemptBoundMs?: number;
 }
 
 /** The Redis engine: the lock protocol's scripts, the waiting room and the batched watchdog. */
@@ -73,6 +78,7 @@ export class Runtime implements LeaseRuntime, Engine {
     this.keepalive = new Keepalive(o.store, o.clock);
     this.waiting = new WaitingRoom({
       store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
+      callBoundMs: o.attemptBoundMs,
     });
     // The waiting room hears every channel; other listeners hear the channels they asked for.
     const handler: WakeupHandler = {

@@ -255,7 +255,11 @@ export class Surelock {
     // One call's own bound: its deadline (plus WAIT's), and in quorum mode the rounds it may ask again.
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
     const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
-    return new Runtime({ store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs });
+    return new Runtime({
+      store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
+      // Quorum mode's attempt may ask again and waits for its votes to be treated: no lazy wait there.
+      ...(quorum ? {} : { attemptBoundMs: callMs }),
+    });
   }
 
   /** The Redis runtime, for what only Redis offers (elections, Redis guards); UnsupportedError elsewhere. */

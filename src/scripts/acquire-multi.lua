@@ -36,12 +36,13 @@ local function answer(code, id)
   local out = {code, id, 0}
   local shortest
   for _, l in ipairs(locks) do
-    local st = redis.call('HMGET', l.lock, 'h', 't', 'l', '@' .. entry)
-    if st[1] ~= id or not st[4] then return {-1} end
+    local st = redis.call('HMGET', l.lock, 'h', 't', 'l', '@' .. entry, 'c')
+    if st[1] ~= id or not hasEntry(st[1], entry, st[4]) then return {-1} end
     local pttl = redis.call('PTTL', l.lock)
     if not shortest or pttl < shortest then shortest = pttl end
-    out[#out + 1] = tonumber(st[2])
-    out[#out + 1] = tonumber(st[3] or st[2])
+    local token = tonumber(st[2] or st[5])
+    out[#out + 1] = token
+    out[#out + 1] = tonumber(st[3]) or token
   end
   out[3] = shortest
   return out
@@ -49,7 +50,7 @@ end
 
 -- A replay: the entry is recorded already (1 founding, 2 re-entry).
 local first = redis.call('HMGET', locks[1].lock, 'h', '@' .. entry)
-if first[2] then return answer(tonumber(first[2]), first[1]) end
+if hasEntry(first[1], entry, first[2]) then return answer(tonumber(first[2] or 1), first[1]) end
 
 if join == '*' then
   local st = redis.call('HMGET', locks[1].lock, 'o', 'h')
@@ -69,17 +70,14 @@ if join ~= '' then
   for _, l in ipairs(locks) do
     if redis.call('HGET', l.lock, 'h') ~= join then return {-1} end
   end
-  for _, l in ipairs(locks) do
-    redis.call('HSET', l.lock, '@' .. entry, 2)
-    redis.call('HINCRBY', l.lock, 'n', 1)
-  end
+  for _, l in ipairs(locks) do addEntry(l.lock, entry, redis.call('HGET', l.lock, 'n')) end
   return answer(2, join)
 end
 
 local waitMs, held, blocked, counters = 0, false, false, {}
 for i, l in ipairs(locks) do
-  local st = redis.call('HMGET', l.lock, 'o', 'c')
-  counters[i] = st[2]
+  local st = redis.call('HMGET', l.lock, 'o', 'c', 'b')
+  counters[i] = st
   pruneHead(l.queue, l.tickets)
   if st[1] then
     held = true
@@ -91,7 +89,7 @@ end
 if not held and not blocked then
   for i, l in ipairs(locks) do
     serveHead(l.queue, l.tickets, hold)
-    found(l.lock, hold, owner, entry, ttlMs, counters[i])
+    found(l.lock, hold, owner, entry, ttlMs, counters[i][2], counters[i][3], '0', releasedOf(l.lock), tonumber(keep))
   end
   return answer(1, hold)
 end

@@ -12,9 +12,9 @@ local t = redis.call('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local holds = {}
 if kind == 'x' then
-  local st = redis.call('HMGET', state, 'o', 't', 'n')
+  local st = redis.call('HMGET', state, 'o', 't', 'n', 'c')
   if st[1] then
-    holds[1] = { owner = st[1], fencingToken = string.format('%d', tonumber(st[2])), entries = tonumber(st[3]) }
+    holds[1] = { owner = st[1], fencingToken = string.format('%d', tonumber(st[2] or st[4])), entries = tonumber(st[3] or 1) }
   end
   redis.call('DEL', state)
 else

@@ -10,7 +10,7 @@ local t = redis.call('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local function election()
-  local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v')
+  local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v', 'c')
   local candidates = {}
   for _, ticket in ipairs(redis.call('LRANGE', queue, 0, -1)) do
     local reg = redis.call('HGET', tickets, ticket)
@@ -26,7 +26,7 @@ local function election()
   if st[1] then
     local proclaimed = st[4] == st[2]
     holder = { owner = st[1], hold = st[2], proclaimed = proclaimed, pttlMs = redis.call('PTTL', lock),
-      fencingToken = string.format('%d', tonumber(proclaimed and st[5] or st[3])), value = cjson.null }
+      fencingToken = string.format('%d', tonumber(proclaimed and st[5] or st[3] or st[7])), value = cjson.null }
     if proclaimed and st[6] then holder.value = st[6] end
   end
   return { holder = holder, candidates = candidates }

@@ -25,12 +25,12 @@ local function line(q, tickets)
 end
 
 local function mutex()
-  local st = redis.call('HMGET', lock, 'o', 'h', 't', 'n')
+  local st = redis.call('HMGET', lock, 'o', 'h', 't', 'n', 'c')
   local waiting = line(queue, tickets)
   if not st[1] and #waiting == 0 then return cjson.null end
   local holder = cjson.null
   if st[1] then
-    holder = { owner = st[1], hold = st[2], fencingToken = string.format('%d', tonumber(st[3])), entries = tonumber(st[4]),
+    holder = { owner = st[1], hold = st[2], fencingToken = string.format('%d', tonumber(st[3] or st[5])), entries = tonumber(st[4] or 1),
       pttlMs = redis.call('PTTL', lock) }
   end
   return { holder = holder, queue = waiting }

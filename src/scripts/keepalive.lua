@@ -4,7 +4,7 @@
 -- ARGV: ...items
 -- Each item is a kind followed by its arguments, and takes the next KEYS in order:
 --   'x' hold ttl                          KEYS lock                                a mutex hold
---   'X' hold ttl                          KEYS lock                                an extend of one
+--   'X' hold ttl window                   KEYS lock                                an extend of one
 --   's' hold ttl                          KEYS state holders entries               a shared hold
 --   'S' hold ttl                          KEYS state holders entries               an extend of one
 --   'q' ticket lease ttl owner            KEYS lock queue tickets tombstone        a mutex waiter
@@ -34,6 +34,7 @@
 --@include lib/counter.lua
 --@include lib/queue.lua
 --@include lib/shared.lua
+--@include lib/exclusive.lua
 --@include lib/multi.lua
 local out, k, i = {}, 1, 1
 local function key()
@@ -45,18 +46,23 @@ while i <= #ARGV do
   local kind = ARGV[i]
   if kind == 'x' or kind == 'X' then
     local lock, hold, ttl = key(), ARGV[i + 1], ARGV[i + 2]
-    local st = redis.call('HMGET', lock, 'h', 'n')
+    local st = redis.call('HMGET', lock, 'h', 'n', 't', 'c', 'b')
     local h = st[1]
     if h == hold then
       -- Only ever lengthened: processes that share a hold (an explicit owner) each trust it for the
       -- ttl they asked for, so a shorter request must not cut another's trust short. A lease that
       -- asked for less trusts less: that is its own validity, not the key's. An extend of a hold
-      -- with one entry has no sharer to cut short.
-      if (kind == 'X' and st[2] == '1') or redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
+      -- with one entry has no sharer to cut short; a life cut below the replay window ends the
+      -- hash's epoch early, so the holds before this one are recorded first (lib/exclusive.lua).
+      if kind == 'X' and tonumber(st[2] or 1) == 1 then
+        local token = tonumber(st[3] or st[4])
+        if st[5] then keepEpoch(releasedOf(lock), tonumber(st[5]), token - 1, tonumber(ttl), tonumber(ARGV[i + 3])) end
+        redis.call('PEXPIRE', lock, ttl)
+      elseif redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
       out[#out + 1] = 1
     elseif h then out[#out + 1] = -1
     else out[#out + 1] = 0 end
-    i = i + 3
+    i = i + (kind == 'X' and 4 or 3)
   elseif kind == 's' or kind == 'S' then
     local state, holders, entries, hold, ttl = key(), key(), key(), ARGV[i + 1], tonumber(ARGV[i + 2])
     local score = tonumber(redis.call('ZSCORE', holders, hold))
@@ -75,7 +81,7 @@ while i <= #ARGV do
     local ticket, lease, ttl, owner = ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
     local st = redis.call('HMGET', lock, 'h', 't', 'c')
     if st[1] == ticket then
-      out[#out + 1] = {1, tonumber(st[2]), redis.call('PTTL', lock)}
+      out[#out + 1] = {1, tonumber(st[2] or st[3]), redis.call('PTTL', lock)}
     elseif redis.call('EXISTS', tombstone) == 1 then
       out[#out + 1] = {3}
     else

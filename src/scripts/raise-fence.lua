@@ -11,9 +11,14 @@
 -- Returns 1.
 local c = redis.call('HGET', hash, 'c')
 if not c then
-  redis.call('HSET', hash, 'c', chosen)
+  -- A counter born here: its epoch (lib/exclusive.lua) starts at the chosen token.
+  if kind == 'x' then redis.call('HSET', hash, 'c', chosen, 'b', chosen) else redis.call('HSET', hash, 'c', chosen) end
   if redis.call('PTTL', hash) < 0 then redis.call('PEXPIRE', hash, keep) end
 elseif tonumber(c) < tonumber(chosen) then
+  -- A mutex hold without a `t` has the counter as its token: it keeps it, written out first.
+  if kind == 'x' and redis.call('HEXISTS', hash, 'h') == 1 and redis.call('HEXISTS', hash, 't') == 0 then
+    redis.call('HSET', hash, 't', c)
+  end
   redis.call('HSET', hash, 'c', chosen)
 end
 if kind == 'x' then

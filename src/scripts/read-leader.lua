@@ -5,10 +5,11 @@
 -- Returns {} when nobody holds the lock; else {owner, hold, token, pttl, proclaimed, value}:
 -- `token` is the one the leader proclaimed (its lease's) or else the hold's own on this node,
 -- as text; `proclaimed` 1 with a value, 2 proclaimed without one, 0 not yet proclaimed.
-local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v')
+local st = redis.call('HMGET', lock, 'o', 'h', 't', 'vh', 'vt', 'v', 'c')
 if not st[1] then return {} end
 local pttl = redis.call('PTTL', lock)
-if st[4] ~= st[2] then return {st[1], st[2], st[3], pttl, 0, ''} end
+-- The hold's own token: field t, or the counter when it has none (lib/exclusive.lua).
+if st[4] ~= st[2] then return {st[1], st[2], st[3] or st[7], pttl, 0, ''} end
 -- Proclaimed: one more element, the number of the proclaim it shows (`vs`, see proclaim.lua).
 local seq = tonumber(redis.call('HGET', lock, 'vs')) or 0
 if st[6] then return {st[1], st[2], st[5], pttl, 1, st[6], seq} end

@@ -22,12 +22,12 @@
 local locks = locksOf(5)
 if hold == '*' then
   local st = redis.call('HMGET', locks[1].lock, 'h', '@' .. entry)
-  if st[2] then hold = st[1] end
+  if hasEntry(st[1], entry, st[2]) then hold = st[1] end
 end
 local mine = {}
 for i, l in ipairs(locks) do
   local st = redis.call('HMGET', l.lock, 'h', 'n', '@' .. entry)
-  if st[1] == hold and st[3] then mine[#mine + 1] = { l = l, n = tonumber(st[2]) } end
+  if st[1] == hold and hasEntry(st[1], entry, st[3]) then mine[#mine + 1] = { l = l, n = tonumber(st[2] or 1) } end
 end
 if #mine == 0 then
   for _, l in ipairs(locks) do
@@ -43,13 +43,12 @@ for _, m in ipairs(mine) do
   local l = m.l
   redis.call('SET', l.tombstone, '1', 'PX', window)
   if m.n > 1 then
-    redis.call('HDEL', l.lock, '@' .. entry)
-    redis.call('HINCRBY', l.lock, 'n', -1)
+    dropEntry(l.lock, hold, entry, m.n)
     left = m.n - 1
   else
-    redis.call('HDEL', l.lock, 'o', 'h', 't', 'n', 'l', '@' .. entry)
+    endHold(l.lock, hold, entry)
     freed = freed + 1
-    local handed = handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish)
+    local handed = handOver(l.lock, l.queue, l.tickets, l.channel, tonumber(keep), grant, publish, false, nil, releasedOf(l.lock), tonumber(window))
     for j = 2, #handed do out[#out + 1] = handed[j] end
   end
 end

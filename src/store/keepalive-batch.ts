@@ -21,16 +21,17 @@ export const KEEPALIVE_CHUNK = 100;
  * Renews or refreshes every item, the calls made by `run` side by side; the results are in the
  * items' order. `cluster`: whether the keys of one call must share a slot. `ordered`: a mutex
  * waiter's ticket is in quorum mode's ordered line (refreshed where it stands, never put back).
+ * `window`: the replay window (ms), which an extend that shortens a mutex hold needs (keepalive.lua, 'X').
  */
 export async function keepaliveInBatches(
-  items: readonly KeepaliveItem[], cluster: boolean, run: (call: ScriptCall<unknown[]>) => Promise<unknown[]>, ordered = false,
+  items: readonly KeepaliveItem[], cluster: boolean, run: (call: ScriptCall<unknown[]>) => Promise<unknown[]>, ordered: boolean, window: number,
 ): Promise<KeepaliveResult[]> {
   const out = new Array<KeepaliveResult>(items.length);
   await Promise.all(batches(items, cluster).map(async (indexes) => {
     const keys: string[] = [];
     const args: (string | number)[] = [];
     // A multi-key hold is renewed key by key: its items' replies are combined into one.
-    const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args, ordered));
+    const counts = indexes.map((i) => encode(items[i] as KeepaliveItem, keys, args, ordered, window));
     const replies = await run(scripts.keepalive.call({}, {}, { keys, args }));
     const sent = counts.reduce((a, b) => a + b, 0);
     if (replies.length !== sent) throw new Error(`keepalive.lua answered ${replies.length} items of ${sent}`);
@@ -95,14 +96,16 @@ function firstKey(item: KeepaliveItem): string {
 }
 
 /** An item's kind, arguments and keys, in keepalive.lua's layout; returns how many script items it took. */
-function encode(item: KeepaliveItem, keys: string[], args: (string | number)[], ordered: boolean): number {
+function encode(item: KeepaliveItem, keys: string[], args: (string | number)[], ordered: boolean, window: number): number {
   const target = targetOf(item);
-  if (target.family === "multi") return encodeMulti(item, target.keys, keys, args);
+  if (target.family === "multi") return encodeMulti(item, target.keys, keys, args, window);
   if (item.kind === "renew") {
     if (target.family === "exclusive") keys.push(target.keys.lock);
     else keys.push(target.keys.state, target.keys.holders, target.keys.entries);
     const kind = target.family === "exclusive" ? "x" : "s";
     args.push(item.shorten === true ? kind.toUpperCase() : kind, item.ref.hold, item.ttlMs);
+    // A mutex extend may cut the hash's life below the replay window (keepalive.lua).
+    if (item.shorten === true && kind === "x") args.push(window);
     return 1;
   }
   const a = item.ask;

@@ -62,11 +62,12 @@ export function combineStates(states: readonly HoldState[]): HoldState {
  * A keep-alive item of a multi-key hold or waiter, in keepalive.lua's layout: a renewal is one
  * mutex renewal ('x') per key, a waiter one 'm' item over every key. Returns how many items it took.
  */
-export function encodeMulti(item: KeepaliveItem, multi: MultiKeys, keys: string[], args: (string | number)[]): number {
+export function encodeMulti(item: KeepaliveItem, multi: MultiKeys, keys: string[], args: (string | number)[], window: number): number {
   if (item.kind === "renew") {
     for (const k of multi.each) {
       keys.push(k.lock);
-      args.push(item.shorten === true ? "X" : "x", item.ref.hold, item.ttlMs);
+      if (item.shorten === true) args.push("X", item.ref.hold, item.ttlMs, window);
+      else args.push("x", item.ref.hold, item.ttlMs);
     }
     return multi.each.length;
   }

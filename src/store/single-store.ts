@@ -4,7 +4,6 @@
  * (keepalive-batch.ts).
  */
 import type { Endpoint } from "../adapters/endpoint.js";
-import { tombstoneOf } from "../keys.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
 import { scripts, type AcquireReply, type Grant, type HoldState, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
@@ -73,7 +72,7 @@ export class SingleStore implements Store {
       const k = target.keys;
       reply = await this.endpoint.run(scripts.acquire.call(
         { lock: k.lock, queue: k.queue, tickets: k.tickets },
-        { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs },
+        { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, window: this.#o.replayWindowMs },
         this.#o.ordered && ask.order !== undefined ? { args: [ask.order] } : undefined,
       ), undo);
     } else {
@@ -125,7 +124,7 @@ export class SingleStore implements Store {
     } else if (ref.target.family === "exclusive") {
       const k = ref.target.keys;
       reply = await this.endpoint.run(scripts.release.call(
-        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
+        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
         {
           hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, window: this.#o.replayWindowMs,
           grant: this.#grant, publish: this.endpoint.publish, here,
@@ -152,7 +151,7 @@ export class SingleStore implements Store {
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
-    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true);
+    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
   }
 
   async check(ref: HoldRef): Promise<HoldState> {

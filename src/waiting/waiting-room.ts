@@ -19,7 +19,7 @@ import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from ".
 import type { Keepalive } from "../lease/keepalive.js";
 import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
 import { granted, obtained, type Obtained } from "./obtained.js";
-import { attemptStop, waitStop, type Stop } from "./stop.js";
+import { attemptStop, closedOnly, waitStop, type Stop } from "./stop.js";
 import { Waiter } from "./waiter.js";
 import type { Wakeups, WakeupHandler } from "./wakeups.js";
 
@@ -44,6 +44,8 @@ export class WaitingRoom implements WakeupHandler {
   readonly #clock: Clock;
   readonly #closed: AbortSignal;
   readonly #pollMs: number;
+  /** The longest a store call takes before it settles by itself (Runtime.callBoundMs). */
+  readonly #callBoundMs: number;
   #wakeups: Wakeups | undefined;
   readonly #waiters = new Map<string, Waiter>();
   readonly #byChannel = new Map<string, Set<Waiter>>();
@@ -51,10 +53,15 @@ export class WaitingRoom implements WakeupHandler {
   readonly #newId: () => string;
   readonly #instance: string;
 
-  /** `instance`: the prefix of `newId`'s ids, which names this room's own part of each lock channel. */
+  /**
+   * `instance`: the prefix of `newId`'s ids, which names this room's own part of each lock channel.
+   * `callBoundMs`: the longest a store call takes before it settles by itself (Infinity: unknown).
+   */
   constructor(o: {
     store: Store; keepalive: Keepalive; clock: Clock; closed: AbortSignal; pollMs: number; newId: () => string; instance: string;
+    callBoundMs?: number;
   }) {
+    this.#callBoundMs = o.callBoundMs ?? Infinity;
     this.#newId = o.newId;
     this.#instance = o.instance;
     this.#store = o.store;
@@ -105,7 +112,12 @@ export class WaitingRoom implements WakeupHandler {
     // At the timeout, an outage must not read as contention: the timeout's cause says Redis did not answer.
     const unanswered = (): Error | undefined => waiter?.unanswered ?? (answered ? undefined
       : new ConnectionError(`no reply from Redis to the attempt on "${key}" within the acquire's timeout (${req.timeoutMs} ms)`));
-    const stop = waitStop({ clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal, unanswered });
+    const bounds = { clock: this.#clock, closed: this.#closed, key, startedAt, timeoutMs: req.timeoutMs, signal: req.signal, unanswered };
+    // With no signal of its own and a timeout no shorter than a store call's own bound, only
+    // close() can end the first attempt early: its wait's interruption (an AbortController, a
+    // timer, listeners) is made only once it has to wait, and keeps the wait's deadline.
+    const lazy = req.signal === undefined && req.timeoutMs >= this.#callBoundMs;
+    let stop = lazy ? closedOnly(this.#closed) : waitStop(bounds);
     let subscription: { release(): void } | undefined;
     let attempts = 0;
     let waited = false;
@@ -132,6 +144,7 @@ export class WaitingRoom implements WakeupHandler {
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
+      if (lazy) stop = waitStop(bounds);
       waiter ??= this.#enter(call, channels(), startedAt);
       this.#note(waiter, first.result, first.sentAt);
       waited = true;

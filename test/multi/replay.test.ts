@@ -38,7 +38,11 @@ describe("multiLock replayed through the fault proxy", () => {
     return locks;
   }
 
-  const entries = async (key: string): Promise<string | null> => (await server.command("HGET", `surelock:{${key}}:lock`, "n")) as string | null;
+  /** The hold's entry count on `key`: its `n`, which a hold of one entry does not write (1); null when nothing holds it. */
+  const entries = async (key: string): Promise<string | null> => {
+    const [h, n] = (await server.command("HMGET", `surelock:{${key}}:lock`, "h", "n")) as (string | null)[];
+    return h === null || h === undefined ? null : (n ?? "1");
+  };
 
   it("a replayed acquire counts one entry on every key", async () => {
     const locks = through();

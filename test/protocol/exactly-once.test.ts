@@ -46,7 +46,11 @@ describe("the exactly-once protocol on a real server", () => {
     return locks;
   }
 
-  const entries = async (key: string): Promise<string | null> => (await server.command("HGET", `surelock:{${key}}:lock`, "n")) as string | null;
+  /** The hold's entry count: its `n`, which a hold of one entry does not write (1); null when nothing holds the lock. */
+  const entries = async (key: string): Promise<string | null> => {
+    const [h, n] = (await server.command("HMGET", `surelock:{${key}}:lock`, "h", "n")) as (string | null)[];
+    return h === null || h === undefined ? null : (n ?? "1");
+  };
 
   it("flows started inside a section that run after it acquire as themselves: they exclude each other and everyone else", async () => {
     const locks = direct();

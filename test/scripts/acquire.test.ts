@@ -12,7 +12,7 @@ void describe("acquire.lua", () => {
   const acquire = (key: string, a: { owner: string; hold: string; entry?: string; ttl?: number; join?: string; ticketLease?: number }) => {
     const k = b.exclusive(key);
     return scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, {
-      owner: a.owner, hold: a.hold, entry: a.entry ?? a.hold, ttl: a.ttl ?? 10_000, join: a.join ?? "", ticketLease: a.ticketLease ?? 0,
+      owner: a.owner, hold: a.hold, entry: a.entry ?? a.hold, ttl: a.ttl ?? 10_000, join: a.join ?? "", ticketLease: a.ticketLease ?? 0, window: 10_000,
     });
   };
 
@@ -26,8 +26,10 @@ void describe("acquire.lua", () => {
     const [seconds] = (await b.redis.time()) as unknown as [string, string];
     assert.ok(reply.token > BigInt(seconds) * 1_000_000n - 10_000_000n, `token ${reply.token} from the server clock`);
     const lock = await b.redis.hgetall(b.exclusive("free").lock);
-    assert.deepEqual({ o: lock.o, h: lock.h, n: lock.n, "@h1": lock["@h1"] }, { o: "o1", h: "h1", n: "1", "@h1": "1" });
-    assert.equal(lock.c, lock.t, "the counter is at the token it issued");
+    // An uncontended hold writes only what it needs: no entry count (1), no entry field (its
+    // founding entry is the hold), no token field (the counter is at the token it issued).
+    assert.deepEqual(lock, { c: lock.c, b: lock.c, o: "o1", h: "h1" }, "the hash born here records its birth b");
+    assert.equal(BigInt(lock.c as string), reply.token);
     const pttl = await b.redis.pttl(b.exclusive("free").lock);
     assert.ok(pttl > 4_000 && pttl <= 5_000);
   });
@@ -78,7 +80,8 @@ void describe("acquire.lua", () => {
     assert.equal(await b.redis.exists(k.lock), 0, "nothing was written");
     await b.run(acquire("reenter-gone", { owner: "o2", hold: "other" }));
     assert.equal((await b.run(acquire("reenter-gone", { owner: "o1", hold: "y", entry: "e3", join: "dead-hold" }))).status, "gone");
-    assert.equal(await b.redis.hget(k.lock, "n"), "1", "the other hold keeps its one entry");
+    assert.equal(await b.redis.hget(k.lock, "h"), "other");
+    assert.equal(await b.redis.hget(k.lock, "n"), null, "the other hold keeps its one entry (no count written)");
   });
 
   void it("join by owner ('*') enters the hold of that owner, and founds one when the lock is free", async () => {

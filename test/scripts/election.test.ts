@@ -1,7 +1,7 @@
 /** proclaim.lua, read-leader.lua, inspect-coordination.lua: an election's leader stores its value; everyone reads who leads. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { KeySpace, tombstoneOf } from "../../src/keys.js";
+import { KeySpace } from "../../src/keys.js";
 import { scripts } from "../../src/scripts/index.js";
 import { within } from "../helpers/fixtures.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
@@ -16,7 +16,7 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
   const found = async (name: string, owner: string, hold: string): Promise<bigint> => {
     const k = keys(name);
     const r = await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
-      { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease: 0 }));
+      { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease: 0, window: 10_000 }));
     assert.ok(r.status === "founded");
     return r.token;
   };
@@ -115,8 +115,8 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     assert.ok(unproclaimed && unproclaimed.pttlMs > 9_000);
     assert.deepEqual({ ...unproclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", proclaimed: false, fencingToken: token.toString(), value: null, pttlMs: 0 });
     await b.run(proclaim("seen", "h1", token, "v"));
-    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o2", hold: "t2", entry: "t2", ttl: 10_000, join: "", ticketLease: 3_000 }));
-    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o3", hold: "t3", entry: "t3", ttl: 10_000, join: "", ticketLease: 60 }));
+    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o2", hold: "t2", entry: "t2", ttl: 10_000, join: "", ticketLease: 3_000, window: 10_000 }));
+    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "o3", hold: "t3", entry: "t3", ttl: 10_000, join: "", ticketLease: 60, window: 10_000 }));
     await b.run(scripts.countDown.call({ latch, channel: space.latch("seen").channel }, { id: "a", count: 4, ttl: 60_000, publish: "PUBLISH" }));
     // The second candidate's ticket lapses on the server's clock; proven by waiting past it.
     await new Promise((r) => setTimeout(r, 80));
@@ -132,7 +132,7 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     const k = keys("succession");
     const first = await found("succession", "o1", "h1");
     await b.run(proclaim("succession", "h1", first, "first's"));
-    const freed = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h1") },
+    const freed = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
       { hold: "h1", entry: "h1", token: first.toString(), keep: 60_000, window: 1_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.equal(freed.status, "freed");
     assert.equal(await read("succession"), null);

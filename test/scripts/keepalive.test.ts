@@ -13,7 +13,7 @@ void describe("keepalive.lua", () => {
   const found = async (key: string, owner: string, hold: string, ticketLease = 0) => {
     const k = b.exclusive(key);
     return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
-      { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease }));
+      { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease, window: 10_000 }));
   };
 
   void it("renews each hold that is still its own, and only that one; a replay is harmless", async () => {
@@ -70,7 +70,7 @@ void describe("keepalive.lua", () => {
     // everyone else, and granted by the next release to a waiter that is gone.
     const k = b.exclusive("late");
     const release = (hold: string) => scripts.release.call(
-      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, hold) },
+      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
       { hold, entry: hold, token: "0", keep: 60_000, window: 60_000, grant: "1", publish: "PUBLISH", here: "" });
     await found("late", "holder", "h");
     await found("late", "w", "t", 3_000);

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
-import { tombstoneOf } from "../../src/keys.js";
 import { exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("leave-queue.lua", () => {
@@ -12,7 +11,7 @@ void describe("leave-queue.lua", () => {
 
   const acquire = (key: string, owner: string, hold: string, ticketLease = 3_000) => {
     const k = b.exclusive(key);
-    return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease }));
+    return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease, window: 10_000 }));
   };
   const leave = (key: string, ticket: string) => {
     const k = b.exclusive(key);
@@ -38,7 +37,7 @@ void describe("leave-queue.lua", () => {
     await acquire("crossed", "w1", "t1");
     await acquire("crossed", "w2", "t2");
     assert.ok(held.status === "founded");
-    await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
+    await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
       { hold: "h", entry: "h", token: held.token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.equal(await b.redis.hget(k.lock, "h"), "t1", "granted to the waiter that is leaving");
     assert.equal(await b.run(leave("crossed", "t1")), 2);

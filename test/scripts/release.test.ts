@@ -13,12 +13,12 @@ void describe("release.lua", () => {
   const acquire = (key: string, owner: string, hold: string, o: { entry?: string; join?: string; ticketLease?: number; ttl?: number } = {}) => {
     const k = b.exclusive(key);
     return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, {
-      owner, hold, entry: o.entry ?? hold, ttl: o.ttl ?? 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0,
+      owner, hold, entry: o.entry ?? hold, ttl: o.ttl ?? 10_000, join: o.join ?? "", ticketLease: o.ticketLease ?? 0, window: 10_000,
     }));
   };
   const release = (key: string, hold: string, entry: string, token: bigint | string, grant = "1", here = "") => {
     const k = b.exclusive(key);
-    return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
+    return scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
       { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant, publish: "PUBLISH", here });
   };
   const tokenOf = async (key: string, owner: string, hold: string): Promise<bigint> => {
@@ -46,7 +46,7 @@ void describe("release.lua", () => {
     await tokenOf("final", "next", "h2");
     assert.deepEqual(await b.run(release("final", "h", "h", token)), { status: "released" });
     assert.equal(await b.redis.hget(k.lock, "h"), "h2", "the replay did not touch the next holder");
-    assert.equal(await b.redis.hget(k.lock, "n"), "1");
+    assert.equal(await b.redis.hget(k.lock, "o"), "next");
   });
 
   void it("a freed lock keeps only its counter, for the retention, and publishes nothing when nobody waits", async () => {
@@ -55,7 +55,7 @@ void describe("release.lua", () => {
     const token = await tokenOf("quiet", "o", "h");
     await b.run(release("quiet", "h", "h", token));
     const fields = await b.redis.hgetall(k.lock);
-    assert.deepEqual(Object.keys(fields).sort(), ["c"]);
+    assert.deepEqual(Object.keys(fields).sort(), ["b", "c"], "the counter and its birth");
     const pttl = await b.redis.pttl(k.lock);
     assert.ok(pttl > 50_000 && pttl <= 60_000, `PTTL ${pttl}`);
     // The next acquisition continues the counter.
@@ -89,7 +89,7 @@ void describe("release.lua", () => {
     assert.equal(grant.token, token + 1n);
     assert.ok(grant.pttlMs > 0 && grant.pttlMs <= 3_000, `a dead head costs no more than its ticket's lease (${grant.pttlMs} ms)`);
     const lock = await b.redis.hgetall(k.lock);
-    assert.deepEqual([lock.o, lock.h, lock.n, lock["@t1"]], ["waiter", "t1", "1", "1"]);
+    assert.deepEqual([lock.o, lock.h, lock.n, lock["@t1"], lock.q], ["waiter", "t1", undefined, undefined, "1"], "marked: served from the line");
     assert.deepEqual(await b.redis.lrange(k.queue, 0, -1), ["t2"]);
     await b.redis.ping();
     assert.deepEqual(listener.messages, [`g t1 ${grant.token} ${grant.pttlMs}`]);
@@ -147,17 +147,41 @@ void describe("release.lua", () => {
     assert.equal(await b.redis.hexists(k.lock, "@lost-entry"), 0);
   });
 
-  void it("each entry given back leaves a tombstone key of its own, which lives for the replay window and no longer", async () => {
-    const k = b.exclusive("tombs");
-    const token = await tokenOf("tombs", "o", "h");
-    await acquire("tombs", "o", "x", { entry: "e2", join: "h" });
-    for (const entry of ["e2", "h"]) await b.run(release("tombs", "h", entry, token));
-    for (const entry of ["e2", "h"]) {
-      const pttl = await b.redis.pttl(tombstoneOf(k, entry));
-      assert.ok(pttl > 0 && pttl <= 10_000, `the tombstone of ${entry} expires within the window (pttl ${pttl})`);
+  void it("an uncontended release leaves no key of its own: a replay is answered from the hash's epoch, kept when a short successor could end it", async () => {
+    const k = b.exclusive("epoch");
+    const token = await tokenOf("epoch", "o", "h");
+    await acquire("epoch", "o", "x", { entry: "e2", join: "h" });
+    for (const entry of ["e2", "h"]) await b.run(release("epoch", "h", entry, token));
+    assert.deepEqual(await b.redis.keys(`${k.released}*`), [tombstoneOf(k, "e2")],
+      "no recorded epoch; a tombstone only for the re-entry given back while its hold lived on (which might yet have expired)");
+    // A successor whose ttl is below the replay window (10 s here) records the epoch first: its
+    // expiry takes the hash, and the evidence with it.
+    const short = await acquire("epoch", "o2", "h2", { ttl: 200 });
+    assert.equal(short.status, "founded");
+    const recorded = await b.redis.pttl(k.released);
+    assert.ok(recorded > 9_000 && recorded <= 10_000, `the epoch is kept for the window (pttl ${recorded})`);
+    await b.redis.del(k.lock);
+    for (const entry of ["h", "e2"]) {
+      assert.deepEqual(await b.run(release("epoch", "h", entry, token)), { status: "released" }, `${entry}: a replay after the hash is gone`);
     }
-    // A release that removed nothing (a replay) leaves no tombstone of its own making.
-    assert.deepEqual(await b.run(release("tombs", "h", "never-entered", token)), { status: "gone" });
-    assert.equal(await b.redis.exists(tombstoneOf(k, "never-entered")), 0);
+    // A hold that expired took its hash (its epoch) with it: its release answers gone.
+    const reborn = await tokenOf("epoch", "o3", "h3");
+    await b.redis.del(k.lock);
+    assert.deepEqual(await b.run(release("epoch", "h3", "h3", reborn)), { status: "gone" });
+    assert.deepEqual(await b.redis.keys(`${k.released}:*`), [tombstoneOf(k, "e2")], "no tombstone of the holds' own");
+  });
+
+  void it("a hold served from the line leaves a tombstone when it ends, for its ticket's late refresh, which lives for the replay window", async () => {
+    const k = b.exclusive("served");
+    const token = await tokenOf("served", "o", "h");
+    await acquire("served", "waiter", "t1", { ticketLease: 3_000 });
+    const reply = await b.run(release("served", "h", "h", token));
+    assert.equal(reply.status === "freed" && reply.grants[0]?.ticket, "t1");
+    const granted = reply.status === "freed" ? reply.grants[0]!.token : 0n;
+    assert.deepEqual(await b.run(release("served", "t1", "t1", granted)), { status: "freed", grants: [] });
+    const pttl = await b.redis.pttl(tombstoneOf(k, "t1"));
+    assert.ok(pttl > 0 && pttl <= 10_000, `the tombstone of t1 expires within the window (pttl ${pttl})`);
+    assert.equal(await b.redis.exists(tombstoneOf(k, "h")), 0, "the uncontended hold before it left none");
+    assert.deepEqual(await b.run(release("served", "t1", "t1", granted)), { status: "released" });
   });
 });

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { scripts } from "../../src/scripts/index.js";
-import { tombstoneOf } from "../../src/keys.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () => {
@@ -12,7 +11,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
 
   const found = async (key: string, owner: string, hold: string) => {
     const k = b.exclusive(key);
-    const r = await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease: 0 }));
+    const r = await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner, hold, entry: hold, ttl: 10_000, join: "", ticketLease: 0, window: 10_000 }));
     assert.ok(r.status === "founded");
     return r.token;
   };
@@ -42,7 +41,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     assert.equal(await b.redis.hget(k.lock, "l"), (token + 5n).toString(), "a token chosen for another hold is not recorded on this one");
     const created = b.exclusive("raise-new");
     await b.run(scripts.raiseFence.call({ hash: created.lock }, { chosen: "42", keep: 60_000, kind: "x", hold: "h" }));
-    assert.deepEqual(await b.redis.hgetall(created.lock), { c: "42" });
+    assert.deepEqual(await b.redis.hgetall(created.lock), { c: "42", b: "42" }, "a counter born here, its epoch starting at 42");
     assert.ok((await b.redis.pttl(created.lock)) > 0);
   });
 
@@ -51,10 +50,10 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     const k = b.exclusive("joined");
     await b.run(scripts.raiseFence.call({ hash: k.lock }, { chosen: (token + 7n).toString(), keep: 60_000, kind: "x", hold: "h" }));
     const joined = await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
-      { owner: "o", hold: "h2", entry: "e2", ttl: 10_000, join: "*", ticketLease: 0 }));
+      { owner: "o", hold: "h2", entry: "e2", ttl: 10_000, join: "*", ticketLease: 0, window: 10_000 }));
     assert.deepEqual(joined.status === "entered" && [joined.hold, joined.token, joined.leaseToken], ["h", token, token + 7n]);
     for (const [hold, entry] of [["h", "e2"], ["h", "h"]] as const) {
-      await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, entry) },
+      await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
         { hold, entry, token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     }
     assert.equal(await b.redis.hexists(k.lock, "l"), 0, "the hold's lease token goes with it");
@@ -65,7 +64,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
     const k = b.exclusive("forced");
     const doc = await b.run(scripts.forceRelease.call({ state: k.lock, holders: k.lock, entries: k.lock, channel: k.channel }, { kind: "x", publish: "PUBLISH" }));
     assert.deepEqual(doc, { holds: [{ owner: "o", fencingToken: token.toString(), entries: 1 }] });
-    const release = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, tombstone: tombstoneOf(k, "h") },
+    const release = await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
       { hold: "h", entry: "h", token: token.toString(), keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH", here: "" }));
     assert.deepEqual(release, { status: "gone" });
   });
@@ -73,7 +72,7 @@ void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () =
   void it("inspect.lua reports holders and live tickets, tokens as text", async () => {
     const token = await found("seen", "o", "h");
     const k = b.exclusive("seen");
-    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "w", hold: "t1", entry: "t1", ttl: 10_000, join: "", ticketLease: 3_000 }));
+    await b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets }, { owner: "w", hold: "t1", entry: "t1", ttl: 10_000, join: "", ticketLease: 3_000, window: 10_000 }));
     const rw = b.shared("seen", "rw");
     const sem = b.shared("seen", "sem");
     const doc = await b.run(scripts.inspect.call({

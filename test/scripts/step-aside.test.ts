@@ -17,7 +17,7 @@ void describe("quorum mode's ordered line (acquire.lua with an order, step-aside
   const acquire = (key: string, hold: string, order?: number, ticketLease = 3_000) => {
     const k = b.exclusive(key);
     return b.run(scripts.acquire.call({ lock: k.lock, queue: k.queue, tickets: k.tickets },
-      { owner: `o-${hold}`, hold, entry: hold, ttl: 10_000, join: "", ticketLease }, order === undefined ? undefined : { args: [order] }));
+      { owner: `o-${hold}`, hold, entry: hold, ttl: 10_000, join: "", ticketLease, window: 10_000 }, order === undefined ? undefined : { args: [order] }));
   };
   const stepAside = (key: string, ticket: string, order: number) => {
     const k = b.exclusive(key);
