@@ -101,7 +101,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
   const emit = (event: Unstamped): void => {
     history.push({ ...event, t: since(origin), w: -1 } as HistoryEvent);
   };
-  const errors: string[] = [];
+  const errors: { w: number; text: string }[] = [];
   const faults = Object.fromEntries(FAULTS.map((f) => [f, 0])) as Record<PgFault, number>;
 
   const server: PostgresServer = await startPostgres();
@@ -118,7 +118,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
         child.on("message", (m: FromWorker) => {
           if (m.type === "ready") ready();
           else if (m.type === "events") history.push(...m.events);
-          else if (m.type === "error") errors.push(m.message);
+          else if (m.type === "error") errors.push({ w: i, text: m.message });
           else if (m.type === "done") resolve();
         });
         child.once("exit", () => resolve());
@@ -220,7 +220,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     const rows = (await server.query<{ resource: string; write_id: string; token: string }>("SELECT resource, write_id, token FROM torture_log ORDER BY seq")).rows;
     const logs = new Map<string, string[]>();
     for (const r of rows) logs.set(r.resource, [...(logs.get(r.resource) ?? []), `${r.write_id}:${r.token}`]);
-    for (const e of errors) emit({ type: "note", text: e, level: "error" });
+    for (const e of errors) history.push({ type: "note", text: e.text, level: "error", t: since(origin), w: e.w });
     if (options.historyFile) writeFileSync(options.historyFile, history.map((e) => JSON.stringify(e)).join("\n") + "\n");
 
     const model = buildModel(history);
