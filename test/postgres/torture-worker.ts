@@ -62,6 +62,11 @@ async function run(config: PgWorkerConfig, stopped: () => boolean): Promise<void
     postgres: pool, ttl: config.ttl, commandTimeout: config.commandTimeout, pollInterval: config.pollInterval,
     acquireTimeout: config.acquireTimeout,
   });
+  // The pool's state every 5 s, in the history: a pool whose every client is checked out fails
+  // every call with "no connection from the pool", which the checkers count as an outage.
+  const poolStats = setInterval(() => {
+    rec.emit({ type: "note", text: `pool: total ${pool.totalCount}, idle ${pool.idleCount}, waiting ${pool.waitingCount}` });
+  }, 5_000);
   const bound = config.acquireTimeout + 2 * config.commandTimeout + config.slackMs;
 
   /** One fenced write: the guard's check and the log's INSERT in one transaction. */
@@ -166,6 +171,7 @@ async function run(config: PgWorkerConfig, stopped: () => boolean): Promise<void
   };
 
   await Promise.all(Array.from({ length: config.flows }, (_, f) => flow(f)));
+  clearInterval(poolStats);
   const closing = rec.callId();
   rec.emit({ type: "invoke", call: closing, op: "close", boundMs: null, args: { instance: 0 } });
   await locks.close();

@@ -7,6 +7,7 @@
 // backend process (a stalled session).
 //
 //   node --import tsx test/postgres/torture.ts [--seconds 600] [--seed 1] [--workers 4] [--flows 3]
+//     [--fault-every 3000] [--history run.jsonl]
 //
 // The history is the Redis torture's (test/torture/history.ts) and so are the checkers: believed
 // holds never overlap (a lease is believed from its acquisition to its last look that saw it held
@@ -276,7 +277,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const at = performance.now();
   const stamp = (line: string): void => console.log(`${((performance.now() - at) / 1000).toFixed(1)}s ${line}`);
   const history = args.includes("--history") ? args[args.indexOf("--history") + 1] : undefined;
-  const result = await runTorture({ seconds, seed, workers: opt("workers", 4), flows: opt("flows", 3), log: stamp, ...(history && { historyFile: history }) });
+  const result = await runTorture({ seconds, seed, workers: opt("workers", 4), flows: opt("flows", 3), faultEveryMs: opt("fault-every", 3_000), log: stamp, ...(history && { historyFile: history }) });
   const { violations, notes, ticketStalls, ...figures } = result;
   console.log(JSON.stringify(figures, null, 2));
   for (const n of ticketStalls) console.log(`TICKET STALL (known, see PG_TICKET_MS) ${n.message}`);
