@@ -36,6 +36,20 @@ export interface TransactionClient {
 /** How a guard on a store other than Redis checks a token where the data lives. */
 export type TransactionCheck = (client: TransactionClient, token: bigint) => Promise<void>;
 
+/** A lease as a guard on etcd takes it (a `Lease` from `acquire()` or `withLock()`). */
+export interface FencingLease {
+  readonly key: string;
+  readonly fencingToken: bigint;
+}
+
+/** Outcome of `commit()` on etcd: the transaction's responses, or nothing written. */
+export type GuardedCommit =
+  | { readonly written: true; readonly responses: readonly object[] }
+  | { readonly written: false };
+
+/** How a guard on etcd runs a transaction fenced by a lease. */
+export type LeaseCommit = (lease: FencingLease, operations: readonly object[]) => Promise<GuardedCommit>;
+
 const INTERNAL = Symbol("surelock.guard");
 
 /**
@@ -48,16 +62,18 @@ export class FencingGuard {
   /** Redis: where guarded writes go (undefined on PostgreSQL, which checks in your transaction). */
   readonly #endpoint: Endpoint | undefined;
   readonly #check: TransactionCheck | undefined;
+  readonly #commit: LeaseCommit | undefined;
   readonly #key: string;
   /** This guard's writer id, and the sequence number of its writes: a replayed write is applied once. */
   readonly #writer: string;
   #seq = 0;
 
-  private constructor(token: typeof INTERNAL, on: Endpoint | TransactionCheck, keys: KeySpace, resource: string, ids: Ids) {
+  private constructor(token: typeof INTERNAL, on: Endpoint | TransactionCheck | { commit: LeaseCommit }, keys: KeySpace, resource: string, ids: Ids) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.guard()");
     this.resource = resource;
-    this.#endpoint = typeof on === "function" ? undefined : on;
     this.#check = typeof on === "function" ? on : undefined;
+    this.#commit = typeof on === "object" && "commit" in on ? on.commit : undefined;
+    this.#endpoint = typeof on === "object" && !("commit" in on) ? on : undefined;
     this.#key = keys.guard(resource);
     this.#writer = ids.id();
   }
@@ -72,10 +88,37 @@ export class FencingGuard {
     return new FencingGuard(INTERNAL, check, keys, resource, ids);
   }
 
+  /** @internal A guard that commits etcd transactions fenced by a lease. Use `Surelock.guard()`. */
+  static _createCommitted(commit: LeaseCommit, keys: KeySpace, resource: string, ids: Ids): FencingGuard {
+    return new FencingGuard(INTERNAL, { commit }, keys, resource, ids);
+  }
+
   /** Redis's endpoint, or UnsupportedError naming what to use instead. */
   #redis(what: string): Endpoint {
     if (this.#endpoint) return this.#endpoint;
-    throw new UnsupportedError(`guard.${what}() on PostgreSQL: check the token inside your own transaction with guard.check(client, token)`);
+    throw new UnsupportedError(this.#commit
+      ? `guard.${what}() on etcd: write in a transaction fenced by your lease with guard.commit(lease, operations)`
+      : `guard.${what}() on PostgreSQL: check the token inside your own transaction with guard.check(client, token)`);
+  }
+
+  /**
+   * etcd: runs `operations` (etcd3 request ops: `{ request_put }`, `{ request_delete_range }`,
+   * `{ request_range }`) in one etcd transaction that goes through only while `lease` holds its
+   * lock: the Txn compares the holder key's creation revision, which is the lease's fencing token.
+   * Resolves `{ written: true, responses }`, or `{ written: false }` with nothing written once the
+   * lease was lost or taken over (a lease known lost sends nothing). A ConnectionError may or may
+   * not have been applied. On Redis and PostgreSQL, UnsupportedError.
+   */
+  async commit(lease: FencingLease, operations: readonly object[]): Promise<GuardedCommit> {
+    if (!this.#commit) {
+      throw new UnsupportedError(this.#endpoint
+        ? "guard.commit() on Redis: write through the guard with guard.write(token, command, key, ...args)"
+        : "guard.commit() on PostgreSQL: check the token inside your own transaction with guard.check(client, token)");
+    }
+    if (!Array.isArray(operations) || operations.length === 0 || operations.some((o) => typeof o !== "object" || o === null)) {
+      throw new InvalidArgumentError("operations", operations, "a non-empty array of etcd request ops ({ request_put }, { request_delete_range }, { request_range })");
+    }
+    return this.#commit(lease, operations);
   }
 
   /**
@@ -86,7 +129,11 @@ export class FencingGuard {
    * later waits for the earlier to end. On Redis, UnsupportedError (use `write()`).
    */
   async check(client: TransactionClient, token: bigint): Promise<void> {
-    if (!this.#check) throw new UnsupportedError("guard.check() on Redis: write through the guard with guard.write(token, command, key, ...args)");
+    if (!this.#check) {
+      throw new UnsupportedError(this.#commit
+        ? "guard.check() on etcd: write in a transaction fenced by your lease with guard.commit(lease, operations)"
+        : "guard.check() on Redis: write through the guard with guard.write(token, command, key, ...args)");
+    }
     return this.#check(client, token);
   }
 

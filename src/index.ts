@@ -18,7 +18,7 @@ export type { Leader } from "./primitives/leader.js";
 export { CountDownLatch } from "./primitives/latch.js";
 export type { LatchOptions, CountDownOptions, LatchWaitOptions } from "./primitives/latch.js";
 export { FencingGuard } from "./guard.js";
-export type { GuardedWrite, TransactionClient } from "./guard.js";
+export type { GuardedWrite, GuardedCommit, FencingLease, TransactionClient } from "./guard.js";
 export {
   SurelockError, LockTimeoutError, LockLostError, LockNotHeldError, QuorumError, InvalidArgumentError, ConnectionError,
   ScriptError, AuthError, UnsupportedError, DeadlockError, ConflictError, ClosedError, FencedError, SchemaError,

@@ -10,6 +10,7 @@ import { EtcdStore } from "./etcd/store.js";
 import { InvalidArgumentError, UnsupportedError } from "./errors.js";
 import { FencingGuard } from "./guard.js";
 import { KeySpace } from "./keys.js";
+import { Lease } from "./lease/lease.js";
 import { Election, type ElectionOptions } from "./primitives/election.js";
 import { CountDownLatch, type LatchOptions } from "./primitives/latch.js";
 import type { LockedWork, WithLockOptions } from "./primitives/lock.js";
@@ -362,7 +363,8 @@ export class Surelock {
    * A fencing guard for `resource`. On Redis: writes that are refused when a newer lock holder has
    * written already, each applied once (`write`); single-node mode only (in quorum mode, keep the
    * token next to your data). On PostgreSQL: `check(client, token)` inside your own transaction.
-   * On etcd: UnsupportedError (fence with an etcd Txn that compares the holder key's revision).
+   * On etcd: `commit(lease, operations)`, an etcd transaction that goes through only while the
+   * lease holds (it compares the holder key's creation revision, the lease's fencing token).
    */
   guard(resource: string): FencingGuard {
     checkKey("resource", resource);
@@ -370,6 +372,14 @@ export class Surelock {
     if (this.#pg) {
       const guard = this.#pg.guard(resource);
       return FencingGuard._createChecked((client, token) => guard.check(client as PgQueryable, token), this.#engine.keys, resource, this.#engine.ids);
+    }
+    if (this.store === "etcd") {
+      const engine = this.#engine as NamedEngine;
+      return FencingGuard._createCommitted(async (lease, operations) => {
+        if (!(lease instanceof Lease)) throw new InvalidArgumentError("lease", lease, "a Lease of this Surelock (from acquire() or withLock())");
+        const { written, responses } = await engine.fenced(lease, operations);
+        return written ? { written, responses } : { written: false };
+      }, engine.keys, resource, engine.ids);
     }
     const rt = this.#redisOnly("guard()");
     if (this.#endpoints.length !== 1) {

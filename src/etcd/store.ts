@@ -330,14 +330,17 @@ export class EtcdStore implements NamedLockStore {
   }
 
   /**
-   * The fencing guard: runs `ops` in one Txn that succeeds only while the holder key exists with
-   * the hold's creation revision. `false` (and nothing written) once the hold is gone.
+   * The fencing guard: runs `ops` in one Txn that succeeds only while the holder key (each one, for
+   * the keys of a multi-lock) exists with its hold's creation revision. `false` (and nothing
+   * written) once a hold is gone.
    */
-  async fenced(ref: HoldRef, ops: readonly IRequestOp[]): Promise<{ readonly ok: boolean; readonly response: ITxnResponse }> {
-    this.#checkRef(ref);
+  async fenced(ref: HoldRef | readonly HoldRef[], ops: readonly IRequestOp[]): Promise<{ readonly ok: boolean; readonly response: ITxnResponse }> {
+    const refs: readonly HoldRef[] = Array.isArray(ref) ? (ref as readonly HoldRef[]) : [ref as HoldRef];
+    if (refs.length === 0) throw new InvalidArgumentError("ref", ref, "a HoldRef, or a non-empty array of them");
+    refs.forEach((r) => this.#checkRef(r));
     if (!Array.isArray(ops) || ops.length === 0) throw new InvalidArgumentError("ops", ops, "a non-empty array of etcd request ops");
-    const key = Buffer.from(ref.key);
-    const response = await this.#txn([{ key, target: "Create", result: "Equal", create_revision: ref.token.toString() }], [...ops], [], "a fenced write");
+    const compare = refs.map((r) => ({ key: Buffer.from(r.key), target: "Create" as const, result: "Equal" as const, create_revision: r.token.toString() }));
+    const response = await this.#txn(compare, [...ops], [], "a fenced write");
     return { ok: response.succeeded, response };
   }
 

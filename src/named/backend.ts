@@ -86,6 +86,11 @@ export interface NamedBackend {
   extend(held: NamedHeld, ttlMs: number): Promise<number>;
   /** Whether the store still has the hold (one request). */
   check(held: NamedHeld): Promise<boolean>;
+  /**
+   * etcd: runs the store's own write operations in one transaction that goes through only while
+   * the hold stands (its keys with their creation revisions). Absent where a store fences otherwise.
+   */
+  fenced?(held: NamedHeld, operations: readonly object[]): Promise<{ readonly written: boolean; readonly responses: readonly object[] }>;
   /** Stops the store's watchdog and wake-ups; never closes the user's client. */
   close(): Promise<void>;
 }

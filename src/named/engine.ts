@@ -248,6 +248,19 @@ export class NamedEngine implements Engine, LeaseRuntime {
       "a semaphore's limit is fixed there while it has holders or waiters (create it with the new number once it is idle)"));
   }
 
+  /**
+   * etcd: `operations` (the store's own write requests) in one transaction that goes through only
+   * while `lease`'s hold stands. A lease known to be lost writes nothing, without a request.
+   */
+  async fenced(lease: Lease, operations: readonly object[]): Promise<{ readonly written: boolean; readonly responses: readonly object[] }> {
+    const hold = lease._hold;
+    if (!(hold instanceof NamedHold) || !this.#backend.fenced) {
+      throw new UnsupportedError(`a transaction fenced by a lease on ${this.kind === "etcd" ? "etcd" : "PostgreSQL"} from another Surelock`);
+    }
+    if (!lease.held) return { written: false, responses: [] };
+    return this.#backend.fenced(hold.held, operations);
+  }
+
   /** Nobody here is handed grants: the store's own waiters learn of a release from the store. */
   handOver(): void {}
 

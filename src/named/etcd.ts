@@ -3,6 +3,7 @@
  * sorted order, one key and one token per name): this adapter makes the keys one hold, with the
  * tokens in the user's order, one signal and the shortest validity of them.
  */
+import type { IRequestOp } from "etcd3";
 import type { EtcdStore } from "../etcd/store.js";
 import type { Held, HoldRef } from "../etcd/types.js";
 import type { Clock } from "../clock.js";
@@ -118,6 +119,11 @@ export class EtcdBackend implements NamedBackend {
   async check(held: NamedHeld): Promise<boolean> {
     const answers = await Promise.all((held as EtcdNamedHeld).refs.map((ref) => this.#store.check(ref)));
     return answers.every(Boolean);
+  }
+
+  async fenced(held: NamedHeld, operations: readonly object[]): Promise<{ readonly written: boolean; readonly responses: readonly object[] }> {
+    const { ok, response } = await this.#store.fenced((held as EtcdNamedHeld).refs, operations as readonly IRequestOp[]);
+    return { written: ok, responses: ok ? response.responses : [] };
   }
 
   close(): Promise<void> {

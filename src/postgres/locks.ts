@@ -109,15 +109,13 @@ export class PostgresLocks {
   }
 
   /**
-   * How long a waiter's ticket lives without a refresh. Each attempt refreshes it, and attempts
-   * come at least every poll bound, each within the call bound: the ticket outlives two such gaps,
-   * so a live waiter keeps its place. Past that it lapses after about the lock's ttl (10 s at
-   * most), as on Redis: a waiter that crashed, or failed while the server was down, stops blocking
-   * those behind it soon.
+   * How long a waiter's ticket lives without a refresh: the lock's ttl (10 s at most), as on Redis,
+   * so a waiter that crashed, or failed while the server was down, stops blocking those behind it
+   * soon; and at least three poll bounds, since each attempt (one every poll bound at most)
+   * refreshes it, so a live waiter keeps its place.
    */
   private ticketMs(ttlMs: number): number {
-    const { pollMs, callTimeoutMs } = this.store.capabilities;
-    return Math.max(Math.min(ttlMs, 10_000), 2 * pollMs + callTimeoutMs);
+    return Math.max(Math.min(ttlMs, 10_000), 3 * this.store.capabilities.pollMs);
   }
 
   private held(status: "founded" | "entered", ref: PgHoldRef, validUntil: number, ttlMs: number, renewed: boolean): PgHeld {

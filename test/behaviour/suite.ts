@@ -183,6 +183,32 @@ export function behaviour(world: World): void {
       assert.equal(seen.key, key);
     });
 
+    if (world.store === "etcd") {
+      it("guard.commit(lease, operations): an etcd transaction that goes through only while the lease holds", async () => {
+        const s = world.surelock();
+        const next = world.surelock();
+        const key = fresh();
+        const data = Buffer.from(`${s.prefix}data/${key}`);
+        const put = (value: string): object[] => [{ request_put: { key: data, value: Buffer.from(value) } }, { request_range: { key: data } }];
+        const guard = s.guard("res");
+        const lease = await s.mutex(key).acquire();
+        const first = await guard.commit(lease, put("first"));
+        assert.equal(first.written, true);
+        assert.equal(first.written && first.responses.length, 2);
+        // Taken over behind the holder's back: the server refuses its transaction before it knows.
+        await world.forceRelease(s.prefix, key);
+        const newer = await within(20_000, next.mutex(key).acquire({ timeout: 15_000 }), "the next holder");
+        assert.ok(newer.fencingToken > lease.fencingToken);
+        assert.deepEqual(await next.guard("res").commit(newer, put("second")).then((r) => r.written), true);
+        assert.deepEqual(await guard.commit(lease, put("stale")), { written: false });
+        const [, read] = (await next.guard("res").commit(newer, [{ request_range: { key: data } }]).then((r) => (r.written ? [0, r.responses] : [0, []]))) as [number, { response_range?: { kvs: { value: Buffer }[] } }[]];
+        assert.equal(read[0]?.response_range?.kvs[0]?.value.toString(), "second", "the newer holder's write stands");
+        await assert.rejects(guard.commit(lease, []), InvalidArgumentError);
+        await assert.rejects(guard.commit({ key, fencingToken: 1n }, put("x")), InvalidArgumentError);
+        await newer.release();
+      });
+    }
+
     it("close(): held leases end with reason closed, waits reject with ClosedError, new primitives are refused", async () => {
       const s = world.surelock();
       const other = world.surelock();
@@ -426,7 +452,12 @@ export function behaviour(world: World): void {
       assert.throws(() => new Surelock({ ...world.option(), counterRetention: 600_000 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.counterRetention");
       if (world.store === "etcd") {
         assert.throws(() => s.mutex(fresh(), { ttl: 1_234 }), (e: unknown) => e instanceof InvalidArgumentError && e.argument === "options.ttl");
-        assert.throws(() => s.guard("res"), UnsupportedError);
+        await assert.rejects(s.guard("res").check({ query: async () => ({}) }, 1n), UnsupportedError);
+        await assert.rejects(s.guard("res").write(1n, "SET", "k", "v"), UnsupportedError);
+      } else {
+        const lease = await s.mutex(fresh()).acquire();
+        await assert.rejects(s.guard("res").commit(lease, [{}]), UnsupportedError);
+        await lease.release();
       }
     });
   });

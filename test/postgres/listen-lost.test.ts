@@ -6,31 +6,19 @@
 // and open()'s catch calls client.release(true) a second time. pg throws from inside the catch,
 // open() rejects, connect() is called as `void this.connect()`: the rejection is unhandled (it ends
 // a process that runs with the default --unhandled-rejections=throw), and schedule() never runs, so
-// the wake-up connection is not retried. The fix (src/postgres/wakeups.ts belongs to the PostgreSQL
-// store's branch): give the client back in the catch with giveBack(client, true), which tolerates a
-// client already given back, so that the catch goes on to schedule().
-//
-// Marked `todo` (it runs and reports without failing the suite) until that fix lands.
+// the wake-up connection is not retried. The fix: the catch gives the client back with
+// giveBack(client, true), which tolerates a client already given back, and goes on to schedule().
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Surelock } from "../../src/index.js";
 import { startProxy } from "../helpers/tcp-proxy.js";
+import { within } from "../helpers/fixtures.js";
 import { fresh, postgresSuite, sleep } from "./support.js";
-
-async function within<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms); })]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe("PostgreSQL wake-ups: the LISTEN's connection lost", () => {
   const ctx = postgresSuite();
 
   it("leaves no unhandled rejection, and the waiter is still served", {
-    todo: "src/postgres/wakeups.ts releases the LISTEN client twice when the LISTEN fails with its connection (see the file's comment)",
     timeout: 60_000,
   }, async () => {
     const unhandled: unknown[] = [];
@@ -41,17 +29,17 @@ describe("PostgreSQL wake-ups: the LISTEN's connection lost", () => {
     const a = new Surelock({ postgres: ctx.pool(), ttl: 2_000 });
     const b = new Surelock({ postgres: ctx.pool({ host: proxy.host, port: proxy.port }), ttl: 2_000, commandTimeout: 1_000, pollInterval: 200 });
     try {
-      const held = await within("a's acquire", 10_000, a.mutex(name).acquire());
+      const held = await within(10_000, a.mutex(name).acquire(), "a's acquire");
       // b's first wait opens its wake-up connection; the LISTEN runs and its reply is lost with the connection.
       const lost = proxy.loseReplyTo("LISTEN");
       const waiting = b.mutex(name).acquire({ timeout: 20_000 });
       // Should the test end early (its failure), the wait ends at close() with ClosedError: handled here.
       waiting.catch(() => {});
-      await within("the LISTEN's reply lost", 10_000, lost);
+      await within(10_000, lost, "the LISTEN's reply lost");
       // A rejection is reported at the end of the microtask queue's turn: give it a few turns of the loop.
       await sleep(200);
-      await within("a's release", 10_000, held.release());
-      const lease = await within("b's acquire", 25_000, waiting);
+      await within(10_000, held.release(), "a's release");
+      const lease = await within(25_000, waiting, "b's acquire");
       await lease.release();
       assert.deepEqual(unhandled.map(String), []);
     } finally {
