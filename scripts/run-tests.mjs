@@ -14,7 +14,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { RUN_ORDER, TIER_NAMES, tierOf } from "./test-tiers.mjs";
+import { TIER_NAMES, tierOf } from "./test-tiers.mjs";
 
 const walk = (dir) =>
   readdirSync(dir).flatMap((name) => {
@@ -44,12 +44,10 @@ for (let i = 0; i < args.length; i++) {
   else filters.push(arg);
 }
 
-// The longest tiers start first: with two files at a time, both lanes then end about together.
-const rank = (f) => RUN_ORDER.indexOf(tierOf(f));
 const files = walk("test")
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .filter((f) => tiers === undefined || tiers.includes(tierOf(f)))
-  .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+  .sort();
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);

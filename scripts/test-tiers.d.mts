@@ -5,5 +5,4 @@ export interface Tier {
 }
 export declare const TIERS: readonly Tier[];
 export declare const TIER_NAMES: readonly string[];
-export declare const RUN_ORDER: readonly string[];
 export declare function tierOf(file: string): string;

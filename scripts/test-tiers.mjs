@@ -8,7 +8,7 @@
 //   package      the built package as users get it: npm pack, test runners, README, docs, migration guides
 //   soak         long runs: torture, the protocol models, examples, peers side by side
 //
-// `npm run test:fast` runs unit and memory; `npm test` runs every tier, the longest first.
+// `npm run test:fast` runs unit and memory; `npm test` runs every tier.
 export const TIERS = [
   {
     name: "soak",
@@ -53,6 +53,3 @@ export function tierOf(file) {
   }
   return "redis";
 }
-
-/** The order of a whole run: the longest tiers first, so that two lanes finish together. */
-export const RUN_ORDER = ["soak", "deployments", "redis", "package", "memory", "unit"];

@@ -245,5 +245,8 @@ export class Runtime implements LeaseRuntime, Engine {
         return entries.map((entry) => this.store.release(hold.ref, entry).catch(() => {}));
       }),
     ]);
+    // Quorum mode answers at the first deciding majority: the slower nodes' calls (a release's,
+    // say) finish here rather than die with the process. Each is bounded by its command timeout.
+    await this.store.drain?.();
   }
 }

@@ -28,6 +28,8 @@ export interface QuorumNode {
 }
 
 export class QuorumStore implements Store {
+  /** Node calls of release and check still running after their answers were decided. */
+  readonly #running = new Set<Promise<unknown>>();
   readonly grants = false;
   readonly #nodes: readonly QuorumNode[];
   readonly #clock: Clock;
@@ -255,7 +257,19 @@ export class QuorumStore implements Store {
 
   /** Runs `op` on every node, asking again while the answers cannot decide (rounds.ts). */
   #ask<T, D>(op: (node: number) => Promise<T>, decide: (votes: readonly Vote<T>[]) => D | undefined): Promise<Vote<T>[]> {
-    return askNodes(this.#nodes.length, this.#clock, op, decide);
+    return askNodes(this.#nodes.length, this.#clock, (node) => this.#track(op(node)), decide);
+  }
+
+  /** Keeps `call` until it settles: askNodes answers at the first deciding majority, and drain() waits for the rest. */
+  #track<T>(call: Promise<T>): Promise<T> {
+    this.#running.add(call);
+    const done = (): void => void this.#running.delete(call);
+    call.then(done, done);
+    return call;
+  }
+
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.#running]);
   }
 }
 

@@ -138,4 +138,9 @@ export interface Store {
   broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]>;
   /** The connections that receive wake-ups (one per node). */
   subscribers(): Promise<RedisSubscriber>[];
+  /**
+   * Quorum mode: resolves once the node calls still running after their answers were decided have
+   * settled (each within its command timeout), so that close() leaves no release half done.
+   */
+  drain?(): Promise<void>;
 }

@@ -181,9 +181,16 @@ export function alive(pid: number): boolean {
 export async function holder(server: RedisServer, key: string, prefix = "surelock"): Promise<Record<string, string>> {
   const flat = (await server.command("HGETALL", new KeySpace(prefix).exclusive(key).lock)) as string[];
   const out: Record<string, string> = {};
+  let counter: string | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const field = flat[i] as string;
-    if (field !== "c" && field !== "b") out[field] = flat[i + 1] as string;
+    if (field === "c") counter = flat[i + 1] as string;
+    else if (field !== "b") out[field] = flat[i + 1] as string;
+  }
+  // An uncontended hold keeps no token or entry count of its own: its token is the counter, one entry.
+  if (out.h !== undefined) {
+    out.t ??= counter ?? "";
+    out.n ??= "1";
   }
   return out;
 }
