@@ -9,16 +9,13 @@
 // does on Redis). The section is empty; a second holder inside it is counted as an overlap.
 import { Etcd3 } from "etcd3";
 import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { EtcdStore } from "../src/etcd/index.js";
 import { startEtcdCluster, type EtcdCluster } from "../test/helpers/etcd-cluster.js";
 
-const args = process.argv.slice(2);
-const opt = (name: string, fallback: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const SECONDS = opt("seconds", 3);
-const WORKERS = opt("workers", 4);
+const { values: flags } = parseArgs({ options: { seconds: { type: "string", default: "3" }, workers: { type: "string", default: "4" } } });
+const SECONDS = Number(flags.seconds);
+const WORKERS = Number(flags.workers);
 const TICK_MS = 1000 / 100; // USER_HZ
 
 interface Lock {

@@ -31,6 +31,7 @@ import { deriveSeed, Rng } from "../torture/prng.js";
 import { startPostgres, type PostgresServer } from "../helpers/postgres-server.js";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import type { PgToWorker, PgWorkerConfig } from "./torture-worker.js";
+import { parseArgs } from "node:util";
 
 /** The nemesis's faults, by what they do to PostgreSQL and its clients. */
 export const FAULTS = ["terminate", "blackhole", "restart", "stall-worker", "stall-backend"] as const;
@@ -270,17 +271,16 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const args = process.argv.slice(2);
-  const opt = (name: string, fallback: number): number => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 ? Number(args[i + 1]) : fallback;
-  };
-  const seconds = opt("seconds", 60);
-  const seed = opt("seed", 1);
+  const number = (fallback: number) => ({ type: "string", default: String(fallback) }) as const;
+  const { values: o } = parseArgs({
+    options: { seconds: number(60), seed: number(1), workers: number(4), flows: number(3), "fault-every": number(3_000), history: { type: "string" } },
+  });
   const at = performance.now();
   const stamp = (line: string): void => console.log(`${((performance.now() - at) / 1000).toFixed(1)}s ${line}`);
-  const history = args.includes("--history") ? args[args.indexOf("--history") + 1] : undefined;
-  const result = await runTorture({ seconds, seed, workers: opt("workers", 4), flows: opt("flows", 3), faultEveryMs: opt("fault-every", 3_000), log: stamp, ...(history && { historyFile: history }) });
+  const result = await runTorture({
+    seconds: Number(o.seconds), seed: Number(o.seed), workers: Number(o.workers), flows: Number(o.flows), faultEveryMs: Number(o["fault-every"]),
+    log: stamp, ...(o.history !== undefined && { historyFile: o.history }),
+  });
   const { violations, notes, ticketStalls, ...figures } = result;
   console.log(JSON.stringify(figures, null, 2));
   for (const n of ticketStalls) console.log(`TICKET STALL (known, see PG_TICKET_MS) ${n.message}`);
