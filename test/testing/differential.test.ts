@@ -8,9 +8,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { LUA } from "../../src/scripts/lua.generated.js";
-import { Differential } from "./support/differential.js";
+import { Differential, SHORT_LIFE_MS } from "./support/differential.js";
 import { Random, randomCommand } from "./support/generators.js";
-import { bytes, type Wire } from "./support/resp-client.js";
+import { bytes, RespClient, type Wire } from "./support/resp-client.js";
 
 const SEED = Number(process.env.MEMORY_REDIS_SEED ?? 20261123);
 
@@ -59,6 +59,21 @@ describe("MemoryRedis agrees with redis-server", () => {
   });
   after(() => {
     console.log(`# differential: ${d.steps} steps compared; widest t0..t1 window ${(d.widestStepUs / 1000).toFixed(2)} ms`);
+  });
+
+  it("tells a reply or a keyspace that differs, even when it reruns the step inside its window", async () => {
+    await d.reset();
+    // Written behind the doubles' back: the real server now answers, and holds, what they do not.
+    const aside = await RespClient.connect(d.server.port);
+    try {
+      await aside.send(["SET", "planted", "v"]);
+      await assert.rejects(d.step(["GET", "planted"]), /reply differs for \["GET","planted"\]/);
+      await d.step(["GET", "planted"]); // each step starts from the real keyspace again
+      await aside.send(["HSET", "planted:h", "f", "1"]);
+      await assert.rejects(d.step(["PING"]), /key "planted:h" differs/);
+    } finally {
+      aside.close();
+    }
   });
 
   it("on Lua snippets that cross the bridge between Redis and Lua", async () => {
@@ -112,9 +127,9 @@ const ARG_POOLS: [RegExp, readonly string[]][] = [
   [/^kind$/, ["x", "s", "l", "e"]],
   [/^(permits|limit|count|n)$/, ["1", "2", "3", "0"]],
   [/^(token|seq|chosen)$/, ["1", "2", "1795442865974650", "1795442865974651"]],
-  // Lives that end well before the next call, or long after the test: an expiry inside one call's
+  // Lives that end by the next call or two, or long after the test: an expiry inside one call's
   // window would make the outcome depend on the instant the real server ran it.
-  [/^(ttl|keep|window|ticketLease|lease|timeout)$/, ["1", "3000", "3000", "86400000", "0"]],
+  [/^(ttl|keep|window|ticketLease|lease|timeout)$/, [String(SHORT_LIFE_MS), "3000", "3000", "86400000", "0"]],
   [/^(has|here)$/, ["1", "0"]],
   // A waiter's place in quorum mode's ordered line (wall-clock ms): equal ones fall back on ticket ids.
   [/^order$/, ["1795442865974", "1795442865975", "1795442865974"]],

@@ -6,9 +6,13 @@
  * and just after (t1) the command. Two in-memory servers, whose clocks are set to t0 and t1, run
  * the same command from the same state. The real server ran it at some instant between, so
  * every part of its reply and state must equal one of the two in-memory results or, for
- * numbers, lie between them; a part that does not depend on time must therefore be equal. After
- * each step both in-memory servers are loaded with the real server's state, so time-dependent
- * differences never pile up.
+ * numbers, lie between them; a part that does not depend on time must therefore be equal. When
+ * the real server ran the command in the same window in which a key expired or a PTTL ticked, its
+ * result lies between two in-memory results at instants inside the window, not between the
+ * window's ends: such a step is run again, from the same state, at every millisecond boundary in
+ * the window (and just before each), and passes if the real result lies between two neighbours.
+ * After each step the in-memory servers are loaded with the real server's state, so
+ * time-dependent differences never pile up.
  */
 import assert from "node:assert/strict";
 import { MemoryRedisServer, type ServerConnection } from "../../../src/testing/memory-redis.js";
@@ -33,6 +37,8 @@ interface KeyDump {
   readonly expireAt: number;
 }
 type Dump = Map<string, KeyDump>;
+interface Memory { server: MemoryRedisServer; clock: ManualClock; conn: ServerConnection; control: ServerConnection }
+interface Outcome { reply: Wire; state: Dump }
 
 /** A Lua script the real server runs to report its whole keyspace in one round trip. */
 const DUMP = `
@@ -103,9 +109,15 @@ const NUMERIC = /^-?\d+(\.\d+)?(e[+-]?\d+)?$/;
 
 /**
  * Durations from 1 s up are what a script reads back with PTTL; below that a number is a count or
- * a small counter, which must match exactly.
+ * a small counter, which must match exactly, except the one short life the generated calls use.
  */
 const PTTL_SCALE_MS = 1_000;
+
+/**
+ * The short life (ms) generated calls give a key, so that it ends before the next call. It is not
+ * a count any script answers (0 to 3), so a PTTL read back as one less is told from a wrong count.
+ */
+export const SHORT_LIFE_MS = 7;
 
 function compareNumbers(x: string | number, lo: string | number, hi: string | number, slackMs = 0): boolean {
   if (typeof x === "string" && /^-?\d+$/.test(x) && /^-?\d+$/.test(String(lo)) && /^-?\d+$/.test(String(hi))) {
@@ -113,7 +125,7 @@ function compareNumbers(x: string | number, lo: string | number, hi: string | nu
     return BigInt(x) >= (a as bigint) && BigInt(x) <= (b as bigint);
   }
   const [a, b] = [Number(lo), Number(hi)].sort((p, q) => p - q) as [number, number];
-  const low = slackMs > 0 && a >= PTTL_SCALE_MS ? a - slackMs : a;
+  const low = slackMs > 0 && (a >= PTTL_SCALE_MS || a === SHORT_LIFE_MS) ? a - slackMs : a;
   return Number(x) >= low && Number(x) <= b;
 }
 
@@ -175,7 +187,9 @@ export class Differential {
   readonly version: string;
   readonly #real: RespClient;
   readonly #control: RespClient;
-  readonly #memory: { server: MemoryRedisServer; clock: ManualClock; conn: ServerConnection; control: ServerConnection }[];
+  readonly #memory: Memory[];
+  /** The keyspace every in-memory server was loaded with before the current step. */
+  #before: Dump = new Map();
   readonly #epochMs: number;
   readonly #listeners: RespClient[] = [];
   readonly #sinks = new Map<string, MessageSink[]>();
@@ -192,7 +206,8 @@ export class Differential {
     this.#control = control;
     this.version = version;
     this.#epochMs = epochMs;
-    this.#memory = [0, 1].map(() => {
+    // At t0, at t1, and a probe that reruns a step at instants between.
+    this.#memory = [0, 1, 2].map(() => {
       const clock = new ManualClock();
       const memory = new MemoryRedisServer({ clock, epochMs, version });
       return { server: memory, clock, conn: memory.connect(), control: memory.connect() };
@@ -232,32 +247,72 @@ export class Differential {
   /** Runs `argv` (byte strings) on both, asserts that they agree, and returns both replies. */
   async step(argv: readonly string[], label = ""): Promise<StepOutcome> {
     this.steps++;
+    const inTransaction = this.#queued !== undefined || /^(MULTI|EXEC)$/i.test(argv[0] ?? "");
     const t0 = await this.#timeUs();
     const rawReal = await this.#real.send(argv);
     const t1 = await this.#timeUs();
     this.widestStepUs = Math.max(this.widestStepUs, t1 - t0);
     this.#window = [t0, t1];
-    const rawMemory = this.#memory.map((m, i) => {
+    const rawMemory = [0, 1].map((i) => {
       this.#setClock(i, i === 0 ? t0 : t1);
+      const m = this.#memory[i] as { server: MemoryRedisServer; conn: ServerConnection };
       return wireOf(m.server.execute(m.conn, argv));
     }) as [Wire, Wire];
+    this.#teachProbe(argv);
     const order = this.#orderOf(argv[0] ?? "", rawReal);
     const realReply = order(rawReal);
     const memoryReplies = rawMemory.map(order) as [Wire, Wire];
     const shown = argv.map((a) => (a.length > 2000 ? `<${a.length} bytes>` : a));
     const what = `${label}${label ? ": " : ""}${JSON.stringify(shown).slice(0, 3000)}`;
-    // The state is compared (and reloaded from the real server) even when the reply differs,
-    // so one failure does not make every later step fail too.
-    const stateProblem = await this.#compareState(what);
+    const { dump: realState, atUs } = await this.#realDump();
     const [major, minor] = redisVersion();
     const clockMovesInScripts = major < 7 || (major === 7 && minor < 2);
     const slackMs = clockMovesInScripts && /^(EVAL|EVALSHA|FCALL)$/i.test(argv[0] ?? "") ? Math.ceil((t1 - t0) / 1000) : 0;
-    if (!between(realReply, memoryReplies[0], memoryReplies[1], slackMs)) {
-      assert.fail(`reply differs for ${what}\n  redis-server: ${JSON.stringify(realReply)}\n  MemoryRedis:  ${JSON.stringify(memoryReplies[0])}` +
-        (isDeepEqual(memoryReplies[0], memoryReplies[1]) ? "" : `\n  (at t1:       ${JSON.stringify(memoryReplies[1])})`));
+    const agrees = (a: { reply: Wire; state: Dump }, b: { reply: Wire; state: Dump }): boolean =>
+      between(realReply, a.reply, b.reply, slackMs) && this.#stateProblem(realState, atUs, a.state, b.state, what) === undefined;
+    const ends = [0, 1].map((i) => ({ reply: memoryReplies[i] as Wire, state: this.#memoryDump(i) })) as [Outcome, Outcome];
+    // A command inside MULTI / EXEC is queued on its connection and cannot be run again alone.
+    const settled = agrees(...ends) || (!inTransaction && this.#agreesInside(argv, order, agrees));
+    this.#load(realState);
+    this.#before = realState;
+    if (!settled) {
+      // The reply is judged first, then the state, as the window's two ends saw them.
+      if (!between(realReply, memoryReplies[0], memoryReplies[1], slackMs)) {
+        assert.fail(`reply differs for ${what}\n  redis-server: ${JSON.stringify(realReply)}\n  MemoryRedis:  ${JSON.stringify(memoryReplies[0])}` +
+          (isDeepEqual(memoryReplies[0], memoryReplies[1]) ? "" : `\n  (at t1:       ${JSON.stringify(memoryReplies[1])})`));
+      }
+      assert.fail(this.#stateProblem(realState, atUs, ends[0].state, ends[1].state, what) ?? `after ${what}: no two neighbouring instants agree`);
     }
-    if (stateProblem) assert.fail(stateProblem);
     return { real: realReply, memory: memoryReplies[0] };
+  }
+
+  /** Gives the probe the scripts and functions the other servers learned from `argv` (it runs steps only on demand). */
+  #teachProbe(argv: readonly string[]): void {
+    const probe = this.#memory[2] as Memory;
+    const name = (argv[0] ?? "").toUpperCase();
+    if ((name === "EVAL" || name === "EVAL_RO") && argv[1] !== undefined) probe.server.execute(probe.control, ["SCRIPT", "LOAD", argv[1]]);
+    else if (name === "SCRIPT" || name === "FUNCTION") probe.server.execute(probe.control, [...argv]);
+  }
+
+  /**
+   * Runs the step on the probe, from the state before it, at each millisecond boundary inside the
+   * window and just before it; true if the real outcome lies between two neighbouring instants.
+   */
+  #agreesInside(argv: readonly string[], order: (w: Wire) => Wire, agrees: (a: Outcome, b: Outcome) => boolean): boolean {
+    const [t0, t1] = this.#window;
+    const instants = [t0];
+    for (let ms = Math.floor(t0 / 1000) + 1; ms * 1000 <= t1; ms++) instants.push(ms * 1000 - 1, ms * 1000);
+    instants.push(t1);
+    const probe = this.#memory[2] as { server: MemoryRedisServer; conn: ServerConnection };
+    let previous: Outcome | undefined;
+    for (const us of instants) {
+      this.#loadInto(probe as Memory, this.#before);
+      this.#setClock(2, us);
+      const outcome = { reply: order(wireOf(probe.server.execute(probe.conn, argv))), state: this.#memoryDump(2) };
+      if (previous && agrees(previous, outcome)) return true;
+      previous = outcome;
+    }
+    return false;
   }
 
   /** How to normalize this step's replies; follows MULTI / EXEC on the command connection. */
@@ -297,11 +352,8 @@ export class Differential {
     return dump;
   }
 
-  /** Compares the keyspaces, then loads the real one into both in-memory servers; a description of the first difference. */
-  async #compareState(what: string): Promise<string | undefined> {
-    const { dump: real, atUs } = await this.#realDump();
-    const [a, b] = [this.#memoryDump(0), this.#memoryDump(1)];
-    this.#load(real);
+  /** The first difference between the real keyspace, read at `atUs`, and two in-memory ones, or undefined. */
+  #stateProblem(real: Dump, atUs: number, a: Dump, b: Dump, what: string): string | undefined {
     const atMs = Math.floor(atUs / 1000);
     for (const key of new Set([...real.keys(), ...a.keys(), ...b.keys()])) {
       const r = real.get(key);
@@ -330,32 +382,34 @@ export class Differential {
     return undefined;
   }
 
-  /** Loads both in-memory servers with the real server's keyspace. */
+  /** Loads every in-memory server with the real server's keyspace. */
   #load(dump: Dump): void {
-    for (const m of this.#memory) {
-      // Loaded at the epoch: PEXPIREAT of an instant that is "now" would delete the key at once,
-      // while the real server keeps it until its clock passes that instant.
-      m.clock.value = 0;
-      const run = (...argv: string[]): void => {
-        const reply = wireOf(m.server.execute(m.control, argv));
-        if (reply !== null && typeof reply === "object" && "error" in reply) throw new Error(`loading ${argv.join(" ")}: ${reply.error}`);
-      };
-      run("FLUSHALL");
-      for (const [k, { type, raw: value, expireAt }] of dump) {
-        const items = value as Wire[];
-        if (type === "string") run("SET", k, value as string);
-        else if (type === "hash") run("HSET", k, ...(items as string[]));
-        else if (type === "list") run("RPUSH", k, ...(items as string[]));
-        else if (type === "set") run("SADD", k, ...(items as string[]));
-        else if (type === "zset") {
-          const args: string[] = [];
-          for (let i = 0; i < items.length; i += 2) args.push(items[i + 1] as string, items[i] as string);
-          run("ZADD", k, ...args);
-        } else if (type === "stream") {
-          for (const [id, fields] of items as [string, string[]][]) run("XADD", k, id, ...fields);
-        }
-        if (expireAt !== -1) run("PEXPIREAT", k, String(expireAt));
+    for (const m of this.#memory) this.#loadInto(m, dump);
+  }
+
+  #loadInto(m: Memory, dump: Dump): void {
+    // Loaded at the epoch: PEXPIREAT of an instant that is "now" would delete the key at once,
+    // while the real server keeps it until its clock passes that instant.
+    m.clock.value = 0;
+    const run = (...argv: string[]): void => {
+      const reply = wireOf(m.server.execute(m.control, argv));
+      if (reply !== null && typeof reply === "object" && "error" in reply) throw new Error(`loading ${argv.join(" ")}: ${reply.error}`);
+    };
+    run("FLUSHALL");
+    for (const [k, { type, raw: value, expireAt }] of dump) {
+      const items = value as Wire[];
+      if (type === "string") run("SET", k, value as string);
+      else if (type === "hash") run("HSET", k, ...(items as string[]));
+      else if (type === "list") run("RPUSH", k, ...(items as string[]));
+      else if (type === "set") run("SADD", k, ...(items as string[]));
+      else if (type === "zset") {
+        const args: string[] = [];
+        for (let i = 0; i < items.length; i += 2) args.push(items[i + 1] as string, items[i] as string);
+        run("ZADD", k, ...args);
+      } else if (type === "stream") {
+        for (const [id, fields] of items as [string, string[]][]) run("XADD", k, id, ...fields);
       }
+      if (expireAt !== -1) run("PEXPIREAT", k, String(expireAt));
     }
   }
 
