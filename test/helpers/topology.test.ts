@@ -15,7 +15,7 @@ import {
   stopAll,
   type RedisServer,
 } from './redis-topology.js';
-import { startProxy, type TcpProxy } from './tcp-proxy.js';
+import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 import { within } from "./fixtures.js";
 
 after(stopAll);
@@ -197,9 +197,9 @@ void describe('standalone server', () => {
     orphanTest(true));
 });
 
-void describe('tcp proxy', () => {
+void describe('fault proxy, byte framing', () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   const clients: Redis[] = [];
   const ioredis = (extra: RedisOptions = {}) => {
     const c = new Redis({
@@ -219,7 +219,7 @@ void describe('tcp proxy', () => {
 
   before(async () => {
     server = await startStandalone();
-    proxy = await startProxy(server);
+    proxy = await startFaultProxy(server);
   });
   after(async () => {
     for (const c of clients) c.disconnect();
@@ -228,7 +228,7 @@ void describe('tcp proxy', () => {
   });
 
   void it('pass forwards traffic both ways', async () => {
-    assert.equal(proxy.mode(), 'pass');
+    assert.equal(proxy.blackholed, false);
     const c = ioredis();
     await c.connect();
     assert.equal(await c.set('through-proxy', '1'), 'OK');
@@ -238,14 +238,14 @@ void describe('tcp proxy', () => {
     await eventually(2000, 'connection count to drop', () => proxy.connectionCount() === 0);
   });
 
-  void it('blackhole holds connections silently; pass heals them', async () => {
+  void it('blackhole holds connections silently; heal("drop") heals them, the held bytes lost', async () => {
     const raw = rawClient(proxy.port);
     await within(2000, raw.connected, 'connect');
     raw.socket.write(PING);
     await within(2000, raw.receive('+PONG\r\n'), 'PONG in pass mode');
 
     proxy.blackhole();
-    assert.equal(proxy.mode(), 'blackhole');
+    assert.equal(proxy.blackholed, true);
     raw.socket.write(PING);
     // Nothing comes back and the connection is neither closed nor reset.
     await delay(300);
@@ -258,28 +258,27 @@ void describe('tcp proxy', () => {
     assert.equal(proxy.connectionCount(), 2);
     await assert.rejects(c.ping(), /timed out|Command timed out/);
 
-    proxy.pass();
+    proxy.heal('drop');
     raw.socket.write(PING);
     await within(2000, raw.receive('+PONG\r\n'), 'PONG after healing');
     raw.socket.destroy();
     c.disconnect();
   });
 
-  void it('pause buffers and resume flushes', async () => {
+  void it('blackhole holds and heal("deliver") flushes', async () => {
     const raw = rawClient(proxy.port);
     await within(2000, raw.connected, 'connect');
-    proxy.pause();
-    assert.equal(proxy.mode(), 'paused');
+    proxy.blackhole();
     raw.socket.write(PING);
     await delay(200);
     assert.deepEqual(raw.state(), { received: '', closed: false });
-    proxy.resume();
-    assert.equal(proxy.mode(), 'pass');
+    proxy.heal('deliver');
+    assert.equal(proxy.blackholed, false);
     await within(2000, raw.receive('+PONG\r\n'), 'buffered PING answered');
     raw.socket.destroy();
   });
 
-  void it('dropAll resets every connection and clients can reconnect', async () => {
+  void it('resetAll resets every connection and clients can reconnect', async () => {
     const raw = rawClient(proxy.port);
     const c = ioredis();
     await c.connect();
@@ -287,7 +286,7 @@ void describe('tcp proxy', () => {
     await eventually(2000, 'both connections registered', () => proxy.connectionCount() === 2);
 
     const closed = new Promise<void>((r) => c.once('close', () => r()));
-    proxy.dropAll();
+    proxy.resetAll();
     assert.equal(await within(2000, raw.ended, 'raw socket reset'), 'ECONNRESET');
     await within(2000, closed, 'ioredis close event');
 

@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import { eventually, quietFor, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { RespFrames, commandArgs, encodeCommand, frameEnd } from "./resp-frames.js";
-import { startRespProxy, type RespProxy } from "./resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
 import { FAULT_CLASSES, ScriptCatalog, namesOf } from "./script-catalog.js";
 
 const BUMP = "return redis.call('INCR', KEYS[1])";
@@ -47,7 +47,7 @@ describe("RESP framing", () => {
 
 describe("RESP proxy against a real redis-server", () => {
   let server: RedisServer;
-  let proxy: RespProxy;
+  let proxy: FaultProxy;
   const clients: Redis[] = [];
   const client = (autoResend: boolean): Redis => {
     const c = new Redis({ host: proxy.host, port: proxy.port, autoResendUnfulfilledCommands: autoResend, retryStrategy: () => 20, maxRetriesPerRequest: 3 });
@@ -66,10 +66,10 @@ describe("RESP proxy against a real redis-server", () => {
   after(() => server.stop());
 
   it("cut after forward: Redis runs the command once, the reply is lost, ioredis resends it and it runs twice", async () => {
-    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp", catalog: new ScriptCatalog([bump]) });
     const redis = client(true);
     assert.equal(await redis.call("SCRIPT", "LOAD", BUMP), bump.sha);
-    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(["bump"]) }, 5_000);
     const reply = await within(5_000, redis.evalsha(bump.sha, 1, "n"));
     const event = await cut;
     assert.equal(event?.script, "bump");
@@ -80,10 +80,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("cut after forward without resend: the command ran once and ioredis never settles the call", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(false);
     await redis.ping();
-    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["INCR"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(), commands: new Set(["INCR"]) }, 5_000);
     // ioredis drops unfulfilled commands without rejecting them: only a deadline of the caller's
     // own (surelock's commandTimeout) ends such a call.
     await assert.rejects(within(500, redis.incr("m")), /did not finish/);
@@ -93,10 +93,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("an EVAL of a script is cut by the script's name too; other commands pass untouched", async () => {
-    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp", catalog: new ScriptCatalog([bump]) });
     const redis = client(false);
     await redis.ping();
-    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(["bump"]) }, 5_000);
     assert.equal(await redis.incr("other"), 1, "not a match");
     await assert.rejects(within(500, redis.eval(BUMP, 1, "e")), /did not finish/);
     assert.equal((await cut)?.command, "EVAL");
@@ -104,10 +104,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("subscriber connections are never cut", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     await sub.subscribe("ch");
-    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["SUBSCRIBE", "PING"]) }, 200);
+    const cut = proxy.cutReply({ scripts: new Set(), commands: new Set(["SUBSCRIBE", "PING"]) }, 200);
     const message = new Promise<string>((resolve) => sub.once("message", (_c: string, m: string) => resolve(m)));
     await sub.subscribe("ch2");
     await server.command("PUBLISH", "ch2", "hello");
@@ -116,7 +116,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("latency delays each direction; a blackhole holds commands and a heal delivers them in order", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(true);
     await redis.ping();
     proxy.setLatency(30, 20);
@@ -134,7 +134,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("a heal by reset loses what the blackhole held", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(false);
     await redis.ping();
     proxy.blackhole();
@@ -146,7 +146,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("held pushes reach a subscriber only when released, in order, or never when lost; commands pass meanwhile", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     const redis = client(true);
     await sub.subscribe("w");
@@ -171,7 +171,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("losing held pushes loses the messages only: a subscription confirmed meanwhile still completes", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     await sub.subscribe("w");
     const heard: string[] = [];
@@ -188,7 +188,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const one = client(true);
     await one.ping();
     const other = client(true);
@@ -209,7 +209,7 @@ describe("RESP proxy against a real redis-server", () => {
     assert.equal(await server.command("GET", key), "2");
   });
   it("stallSender stalls the connection that last sent a text, and onMessage reports each message as it arrives", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const one = client(true);
     const other = client(true);
     const sub = client(true);
