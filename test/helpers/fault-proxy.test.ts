@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, afterEach, before, describe, it } from "node:test";
+import net from "node:net";
 import { Redis } from "ioredis";
 import { eventually, quietFor, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
@@ -45,7 +46,7 @@ describe("RESP framing", () => {
   });
 });
 
-describe("RESP proxy against a real redis-server", () => {
+describe("fault proxy against a real redis-server", () => {
   let server: RedisServer;
   let proxy: FaultProxy;
   const clients: Redis[] = [];
@@ -64,6 +65,43 @@ describe("RESP proxy against a real redis-server", () => {
     await server.command("FLUSHALL");
   });
   after(() => server.stop());
+
+  it("byte framing: seen() resolves once a request is on the wire; cutReply by text loses that reply after Redis ran it", async () => {
+    proxy = await startFaultProxy(server);
+    const redis = client(false);
+    await redis.ping();
+    const onWire = proxy.seen("seen-key");
+    await within(2_000, redis.set("seen-key", "1"));
+    await within(1_000, onWire);
+    const cut = proxy.cutReply({ text: "cut-key" }, 5_000);
+    const pending = redis.incr("cut-key");
+    pending.catch(() => {});
+    const event = await within(2_000, cut);
+    assert.deepEqual(event, { proxy: "proxy", command: undefined, script: undefined, key: undefined });
+    assert.equal(await server.command("GET", "cut-key"), "1", "Redis ran the command whose reply was lost");
+    assert.equal(await proxy.cutReply({ text: "never-sent" }, 50), null, "nothing matched in time");
+  });
+
+  it("byte framing: silenceNew() leaves an established connection working and a new one silent; RESP faults throw", async () => {
+    proxy = await startFaultProxy(server);
+    const redis = client(true);
+    await redis.ping();
+    proxy.silenceNew(true);
+    const raw = net.connect({ host: proxy.host, port: proxy.port });
+    const heard: Buffer[] = [];
+    raw.on("data", (c: Buffer) => heard.push(c));
+    raw.on("error", () => {});
+    await within(2_000, new Promise<void>((r) => raw.once("connect", () => r())));
+    raw.write(encodeCommand(["PING"]));
+    assert.equal(await within(2_000, redis.ping()), "PONG", "the established connection passes");
+    await quietFor(100);
+    assert.deepEqual(heard, [], "the new connection hears nothing");
+    raw.destroy();
+    proxy.silenceNew(false);
+    assert.throws(() => proxy.holdPushes(), /needs framing "resp"/);
+    assert.throws(() => proxy.stall(0), /needs framing "resp"/);
+    assert.throws(() => proxy.cutReply({ scripts: new Set(["bump"]) }), /needs framing "resp"/);
+  });
 
   it("cut after forward: Redis runs the command once, the reply is lost, ioredis resends it and it runs twice", async () => {
     proxy = await startFaultProxy(server, { name: "p", framing: "resp", catalog: new ScriptCatalog([bump]) });
