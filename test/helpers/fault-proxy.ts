@@ -186,10 +186,9 @@ function reset(s: net.Socket): void {
   }
 }
 
-/** An armed cut: which request, and who waits for the lost reply. */
+/** An armed cut: which request, and who waits to hear it was picked. */
 interface Cut {
   readonly match: Match;
-  event: CutEvent | undefined;
   readonly done: (event: CutEvent | null) => void;
 }
 
@@ -220,8 +219,8 @@ class Link {
   #framedDown = true;
   /** Resp framing: the command number whose reply is lost; later commands are never forwarded. */
   #cutAt = 0;
-  /** The cut this connection carries out (its reply is the next one lost). */
-  #cut: Cut | undefined;
+  /** Byte framing: a cut request was forwarded, the next bytes from the server are its lost reply. */
+  #loseNext = false;
   readonly #proxy: FaultProxy;
 
   constructor(client: net.Socket, upstream: net.Socket, proxy: FaultProxy, silent: boolean) {
@@ -263,17 +262,13 @@ class Link {
         this.#opaque = true;
         continue;
       }
-      const cut = this.#proxy.takeCut(text, info);
-      if (cut) {
-        this.#cut = cut;
-        this.#cutAt = this.#forwarded;
-      }
+      if (this.#proxy.takeCut(text, info)) this.#cutAt = this.#forwarded;
     }
   }
 
   fromServer(chunk: Buffer): void {
     if (!this.#requests) {
-      if (this.#cut) return this.#loseReply();
+      if (this.#loseNext) return this.#loseReply();
       return this.down.push(chunk);
     }
     if (this.#opaque && !this.#framedDown) return this.down.push(chunk);
@@ -302,14 +297,13 @@ class Link {
 
   /** The server ran the cut request and answered: the answer is lost with the connection. */
   #loseReply(): void {
-    const cut = this.#cut;
-    if (!cut) return;
-    this.#cut = undefined;
+    this.#loseNext = false;
     this.down.push(() => {
       reset(this.client);
-      // The server side closes gracefully: it learns of nothing but a client that went away.
-      if (!this.upstream.destroyed) this.upstream.end();
-      cut.done(cut.event ?? null);
+      // Redis's side is reset too (nothing after the cut may reach it); a byte stream's server
+      // side is closed gracefully, as a client that went away would.
+      if (this.#requests) reset(this.upstream);
+      else if (!this.upstream.destroyed) this.upstream.end();
     });
   }
 
@@ -317,7 +311,7 @@ class Link {
   #sent(chunk: Buffer): void {
     const text = chunk.toString("latin1");
     this.#proxy.sawSent(text);
-    if (!this.#requests && !this.#cut) this.#cut = this.#proxy.takeCut(text, undefined);
+    if (!this.#requests && !this.#loseNext && this.#proxy.takeCut(text, undefined)) this.#loseNext = true;
   }
 
   #goOpaque(pending: Buffer, lane: Lane): void {
@@ -330,14 +324,6 @@ class Link {
     this.down.drop();
     reset(this.client);
     reset(this.upstream);
-    this.closed();
-  }
-
-  /** The connection is gone: a cut waiting on its reply ends (the client never heard it). */
-  closed(): void {
-    const cut = this.#cut;
-    this.#cut = undefined;
-    cut?.done(cut.event ?? null);
   }
 }
 
@@ -383,7 +369,6 @@ export class FaultProxy implements HostPort {
     const forget = (): void => {
       if (!client.destroyed || !upstream.destroyed) return;
       this.#links.delete(link);
-      link.closed();
     };
     client.on("data", (c: Buffer) => link.fromClient(c));
     client.on("end", () => { link.clientGone = true; link.up.push("end"); });
@@ -467,9 +452,9 @@ export class FaultProxy implements HostPort {
 
   /**
    * Arms a one-shot cut: the next request that `match` picks is forwarded and runs; the server's
-   * reply to it is lost, the client's connection reset (the server's closed gracefully). Resolves
-   * once the reply was lost (or the connection died first) with what was cut, or with null if
-   * nothing matched within `withinMs` (default: no limit) or the proxy closed.
+   * reply to it is lost and the client's connection reset. Resolves once the request was picked
+   * (its reply is lost when it comes) with what was cut, or with null if nothing matched within
+   * `withinMs` (default: no limit) or the proxy closed.
    */
   cutReply(match: Match, withinMs?: number): Promise<CutEvent | null> {
     if ((match.scripts || match.commands) && this.framing !== "resp") {
@@ -479,7 +464,6 @@ export class FaultProxy implements HostPort {
       let timer: NodeJS.Timeout | undefined;
       const cut: Cut = {
         match,
-        event: undefined,
         done: (event) => {
           clearTimeout(timer);
           const i = this.#cuts.indexOf(cut);
@@ -600,16 +584,15 @@ export class FaultProxy implements HostPort {
     for (const w of hits) w.done();
   }
 
-  /** @internal The cut that picks this request, if one does (taken: a cut is one-shot). */
-  takeCut(text: string, info: CommandInfo | undefined): Cut | undefined {
+  /** @internal Whether a cut picks this request (it is taken then: a cut is one-shot). */
+  takeCut(text: string, info: CommandInfo | undefined): boolean {
     const cut = this.#cuts.find(({ match: m }) =>
       (m.text !== undefined && text.includes(m.text)) ||
       (info?.script !== undefined && (m.scripts?.has(info.script) ?? false)) ||
       (info !== undefined && (m.commands?.has(info.command) ?? false)));
-    if (!cut) return undefined;
-    this.#cuts.splice(this.#cuts.indexOf(cut), 1);
-    cut.event = { proxy: this.name, command: info?.command, script: info?.script, key: info?.key };
-    return cut;
+    if (!cut) return false;
+    cut.done({ proxy: this.name, command: info?.command, script: info?.script, key: info?.key });
+    return true;
   }
 
   /** @internal A pub/sub message reached a subscriber link: its payload (the last bulk string) to the listeners. */
