@@ -66,15 +66,6 @@ export const SIDES = [
   },
 ];
 
-/**
- * Imports that break the table today, allowed by name until the code moves (each one is reported
- * in CONTRIBUTING.md). test/layers.test.ts fails when one is no longer taken, so the list only shrinks.
- */
-export const EXCEPTIONS = [
-  // RedisArg (string | number), the type of a script's arguments, lives with the adapter contract.
-  { file: "src/scripts/binding.ts", imports: "src/adapters/types.ts" },
-];
-
 const LAYERS = [
   ...CHAIN.map((layer, i) => {
     const below = CHAIN.slice(0, i + 1);
@@ -107,8 +98,7 @@ export function layerOf(file) {
  */
 function forbiddenFor(file, files) {
   const layer = layerOf(file);
-  const allowed = [...layer.may, ...EXCEPTIONS.filter((e) => e.file === file).map((e) => e.imports)];
-  const ok = (target) => allowed.some((m) => within(target, m));
+  const ok = (target) => layer.may.some((m) => within(target, m));
   const places = [];
   for (const other of LAYERS) {
     for (const member of other.members) {
@@ -130,7 +120,7 @@ function specifierPattern(fromDir, place) {
   return place.path.endsWith("/") ? `^${escape(spec)}/` : `^${escape(spec.replace(/\.ts$/, ""))}\\.js$`;
 }
 
-/** Flat-config blocks, one per folder and layer (and per file with an exception), each with its no-restricted-imports patterns. */
+/** Flat-config blocks, one per folder and layer, each with its no-restricted-imports patterns. */
 export function layerRules(root) {
   const files = sourceFiles(root);
   const groups = new Map();
