@@ -251,7 +251,7 @@ export class Surelock {
       grants: !quorum && replicas === undefined,
     };
     const store: Store = quorum
-      ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false, ordered: true }), timeoutMs: e.timeoutMs })), clock)
+      ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false, ordered: true, countsIds: true }), timeoutMs: e.timeoutMs })), clock)
       : new SingleStore(this.#endpoints[0] as Endpoint, policy);
     // One call's own bound: its deadline (plus WAIT's), and in quorum mode the rounds it may ask again.
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);

@@ -44,6 +44,13 @@ describe("layer rules", () => {
     assert.deepEqual(await refusals("src/surelock.ts", 'import { scripts } from "./scripts/index.js";\nexport const s = scripts;\n'), []);
   });
 
+  it("a primitive reaches the protocol and the quorum's voting only through the store's typed operations", async () => {
+    const file = "src/primitives/latch.ts";
+    assert.equal((await refusals(file, 'import { scripts } from "../scripts/index.js";\nexport const s = scripts;\n')).length, 1);
+    assert.equal((await refusals(file, 'import { majorityOf } from "../quorum/votes.js";\nexport const m = majorityOf;\n')).length, 1);
+    assert.deepEqual(await refusals(file, 'import type { Store } from "../store/types.js";\nexport type S = Store;\n'), []);
+  });
+
   it("the chain has no exception: the protocol's scripts take nothing from the transport above them", async () => {
     const typeOnly = 'import type { RedisAdapter } from "../adapters/types.js";\nexport type A = RedisAdapter;\n';
     assert.equal((await refusals("src/scripts/binding.ts", typeOnly)).length, 1);
