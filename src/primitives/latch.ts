@@ -3,7 +3,7 @@
  * count downs were made, from any processes, and `wait()` resolves then. One hash per latch with
  * a TTL that every count down renews; each count down carries an id, so a replayed one counts once.
  */
-import { Interruption, race } from "../deadline.js";
+import { Interruption, pause, race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { LatchKeys } from "../keys.js";
@@ -150,18 +150,7 @@ export class CountDownLatch {
 
   /** Resolves at the next announcement, after pollInterval, or when `stop` aborts. */
   #nextPoke(stop: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
-    const clock = this.#ops.clock;
-    return new Promise<void>((resolve) => {
-      if (stop.aborted) return resolve();
-      const done = (): void => {
-        clock.clearTimeout(timer);
-        stop.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = clock.setTimeout(done, this.#ops.pollMs, true);
-      stop.addEventListener("abort", done, { once: true });
-      setWake(done);
-    });
+    return pause(this.#ops.clock, this.#ops.pollMs, stop, setWake);
   }
 }
 

@@ -3,7 +3,7 @@
  * the store decides) and watching it change. A candidate is the leader once its campaign stored its value and announced
  * itself (proclaim.lua): until then its hold on the lock makes it no leader yet, only the next.
  */
-import { Interruption, race } from "../deadline.js";
+import { Interruption, pause, race } from "../deadline.js";
 import type { Runtime } from "../runtime.js";
 import type { LeaderReply } from "../store/types.js";
 
@@ -74,18 +74,8 @@ export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader |
       // Its lease in Redis runs out no earlier than this (Redis read its PTTL after we sent the
       // reading): look again then, and once more if it was renewed meanwhile.
       const expiresAt = current === null ? Infinity : sentAt + current.expiresInMs + 1;
-      await new Promise<void>((resolve) => {
-        if (stop.signal.aborted) return resolve();
-        const done = (): void => {
-          wake = undefined;
-          rt.clock.clearTimeout(timer);
-          stop.signal.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = expiresAt < Infinity ? rt.clock.setTimeout(done, expiresAt - rt.clock.now(), true) : undefined;
-        stop.signal.addEventListener("abort", done, { once: true });
-        wake = done;
-      });
+      await pause(rt.clock, expiresAt - rt.clock.now(), stop.signal, (done) => { wake = done; });
+      wake = undefined;
       stop.throwIfInterrupted();
     }
   } catch (error) {

@@ -10,6 +10,7 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { Clock } from "../clock.js";
+import { pause } from "../deadline.js";
 import { QuorumError, UnsupportedError } from "../errors.js";
 import type {
   AcquireCall, AcquireResult, CountDownRequest, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LatchReply, LatchRequest,
@@ -18,7 +19,7 @@ import type {
 import { answered, decideLatch, decideLeader } from "./coordination.js";
 import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
 import { NodeSubscriber } from "./node-subscriber.js";
-import { askNodes, pause, RETRIES, splitPauseMs } from "./rounds.js";
+import { askNodes, RETRIES, splitPauseMs } from "./rounds.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type AcquireDecision, type Vote } from "./votes.js";
 
 export interface QuorumNode {
