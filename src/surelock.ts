@@ -257,7 +257,7 @@ export class Surelock {
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
     const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
     return new Runtime({
-      store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
+      store, clock, keys: new KeySpace(this.prefix), acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
       // Quorum mode's attempt may ask again and waits for its votes to be treated: no lazy wait there.
       ...(quorum ? {} : { attemptBoundMs: callMs }),
     });

@@ -77,11 +77,6 @@ export class WaitingRoom implements WakeupHandler {
     this.#wakeups = wakeups;
   }
 
-  /** Number of waiting acquires (for tests and diagnostics). */
-  get size(): number {
-    return this.#waiters.size;
-  }
-
   /** One attempt with no waiting and no ticket (re-entries, joins), bounded by `signal` and close(). */
   async once(call: AcquireCall, signal: AbortSignal | undefined): Promise<{ result: AcquireResult; sentAt: number }> {
     const stop = attemptStop(this.#clock, this.#closed, signal);

@@ -44,11 +44,6 @@ export class Wakeups {
     this.#closeMs = closeMs;
   }
 
-  /** Number of channels subscribed (for tests and diagnostics). */
-  get size(): number {
-    return this.#channels.size;
-  }
-
   /** Whether this process listens to `channel` now (subscribed and confirmed). */
   listens(channel: string): boolean {
     return this.#channels.get(channel)?.listening === true;
