@@ -7,7 +7,7 @@ import { driftMs, type Clock } from "./clock.js";
 import { widelyWatched } from "./deadline.js";
 import type { Engine, Obtain, ObtainResult } from "./engine.js";
 import { ClosedError, DeadlockError, LockTimeoutError } from "./errors.js";
-import { Ids } from "./ids.js";
+import { Ids, ownerOf } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import { Hold } from "./lease/hold.js";
 import { Keepalive } from "./lease/keepalive.js";
@@ -132,7 +132,7 @@ export class Runtime implements LeaseRuntime, Engine {
     const call: AcquireCall = {
       target: spec.target,
       ask: {
-        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : this.ids.owner()),
+        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : ownerOf(hold)),
         hold, ttlMs, mode: spec.mode, permits: w.permits,
         ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
         order: Date.now(),
