@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../clock.js";
 import { race } from "../deadline.js";
-import { publish } from "../diagnostics.js";
+import { listened, publish } from "../diagnostics.js";
 import { ConnectionError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { Grant, HoldState, ReleaseResult, Store } from "../store/types.js";
 import { checkTtl } from "../validate.js";
@@ -119,9 +119,7 @@ export class Lease implements AsyncDisposable {
     if (this.#state !== HELD) return;
     this.#controller?.abort(error);
     // close() gives the entry back: for whoever follows holds on the channels, that is its release.
-    if (error.reason === "closed") {
-      publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: this.#rt.clock.now() - this.#acquiredAt }));
-    }
+    if (error.reason === "closed") this.#announceRelease();
   }
 
   /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */
@@ -257,7 +255,12 @@ export class Lease implements AsyncDisposable {
       throw error;
     }
     if (result.status === "freed") rt.handOver(result.grants);
-    publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: rt.clock.now() - this.#acquiredAt }));
+    if (listened("release")) this.#announceRelease();
+  }
+
+  /** Out of line: a closure in `#release` would cost every release a context, listened to or not. */
+  #announceRelease(): void {
+    publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: this.#rt.clock.now() - this.#acquiredAt }));
   }
 
   #finish(last: boolean): void {

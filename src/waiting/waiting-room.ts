@@ -88,7 +88,8 @@ export class WaitingRoom implements WakeupHandler {
     try {
       stop.throwIfInterrupted();
       sent = true;
-      return await this.#attempt(call, stop);
+      const sentAt = this.#clock.now();
+      return { result: await this.#attempt(call, stop), sentAt };
     } catch (error) {
       // Interrupted, or its answer lost: the entry it may have added is given back (none if it was never sent).
       if (sent) this.#abandon(call);
@@ -137,16 +138,17 @@ export class WaitingRoom implements WakeupHandler {
       const listened = subscription !== undefined;
       // Listening already: the waiter must be findable by an announcement that beats the reply.
       if (listened) waiter = this.#enter(req.call, channels(), startedAt);
+      const firstAt = this.#clock.now();
       const first = await this.#attempt(call, stop);
       answered = true;
       attempts++;
-      const got = obtained(call, first.result, first.sentAt, attempts);
+      const got = obtained(call, first, firstAt, attempts);
       if (got) return got;
       if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
 
       if (lazy) stop = waitStop(bounds);
       waiter ??= this.#enter(call, channels(), startedAt);
-      this.#note(waiter, first.result, first.sentAt);
+      this.#note(waiter, first, firstAt);
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
@@ -163,7 +165,8 @@ export class WaitingRoom implements WakeupHandler {
       let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
-          let again: { result: AcquireResult; sentAt: number };
+          let again: AcquireResult;
+          const againAt = this.#clock.now();
           try {
             again = await this.#attempt(call, stop);
           } catch (error) {
@@ -177,12 +180,12 @@ export class WaitingRoom implements WakeupHandler {
           }
           waiter.answered();
           attempts++;
-          const got = obtained(call, again.result, again.sentAt, attempts);
+          const got = obtained(call, again, againAt, attempts);
           if (got) {
             outcome = "acquired";
             return got;
           }
-          this.#note(waiter, again.result, again.sentAt);
+          this.#note(waiter, again, againAt);
         }
         const event = await waiter.next(stop.signal);
         const grant = event.kind === "granted" ? granted(waiter, event, attempts) : undefined;
@@ -244,11 +247,10 @@ export class WaitingRoom implements WakeupHandler {
     for (const waiter of this.#byChannel.get(channel) ?? []) waiter.push({ kind: "turn" });
   }
 
-  async #attempt(call: AcquireCall, stop: Stop): Promise<{ result: AcquireResult; sentAt: number }> {
+  /** One attempt (its send instant is read just before: `sentAt`); not an async function, one promise fewer. */
+  #attempt(call: AcquireCall, stop: Stop): Promise<AcquireResult> {
     stop.throwIfInterrupted();
-    const sentAt = this.#clock.now();
-    const result = await stop.race(this.#store.acquire(call, stop.signal));
-    return { result, sentAt };
+    return stop.race(this.#store.acquire(call, stop.signal));
   }
 
   #note(waiter: Waiter, result: AcquireResult, sentAt: number): void {
