@@ -101,7 +101,19 @@ class MutexKeys implements ExclusiveKeys {
   get channel(): string {
     return `${this.#space}:{${this.key}}:wake`;
   }
+
+  /** As a mutex's lock target (`{ family, keys }`): the same object, one fewer per held lease. */
+  get family(): "exclusive" {
+    return "exclusive";
+  }
+
+  get keys(): ExclusiveKeys {
+    return this;
+  }
 }
+
+/** A mutex's lock target and its keys in one object (see `KeySpace.mutexTarget`). */
+export type MutexTarget = ExclusiveKeys & { readonly family: "exclusive"; readonly keys: ExclusiveKeys };
 
 export class KeySpace {
   readonly prefix: string;
@@ -112,6 +124,11 @@ export class KeySpace {
 
   exclusive(key: string, kind?: ExclusiveKind): ExclusiveKeys {
     return new MutexKeys(key, kind === undefined ? this.prefix : `${this.prefix}:${kind}`);
+  }
+
+  /** A mutex's keys, which are also its lock target (`target.keys` is the object itself). */
+  mutexTarget(key: string): MutexTarget {
+    return new MutexKeys(key, this.prefix);
   }
 
   /** A multiLock's keys: each key's mutex keys, under one name for errors and diagnostics. */
