@@ -157,10 +157,17 @@ async function side(port, control) {
 async function memory(port, control) {
   const LEASES = 10_000;
   const rows = [];
-  for (const lib of SIDE.filter((l) => l.label === "surelock" || l.label === "redis-semaphore")) {
+  // surelock twice: as W5 holds (each lease's signal read, with a listener on it), and with the
+  // signal never read (it is made on first use), which is what a lease itself costs.
+  const holders = [
+    { label: "surelock (signal read, one listener)", entry: SIDE[0].entry, watchLoss: true },
+    { label: "surelock (signal never read)", entry: SIDE[0].entry, watchLoss: false },
+    { label: "redis-semaphore (onLockLost callback)", entry: SIDE[1].entry, watchLoss: true },
+  ];
+  for (const lib of holders) {
     const child = forkChild("w5-holder.mjs", ["--expose-gc"]);
     try {
-      child.send({ entry: lib.entry, port, leases: LEASES, ttlMs: TTL_MS });
+      child.send({ entry: lib.entry, port, leases: LEASES, ttlMs: TTL_MS, watchLoss: lib.watchLoss });
       const held = await child.next("held", 300_000);
       child.send({ type: "memory" });
       const mem = await child.next("memory", 60_000);

@@ -130,6 +130,11 @@ interface Messages {
   latch: LatchMessage;
 }
 
+/** Whether somebody listens on the channel (to skip making what `publish` would be given). */
+export function listened(name: keyof Messages): boolean {
+  return channels[name].hasSubscribers;
+}
+
 /** Publishes `make()` on the channel, calling `make` only when somebody listens. */
 export function publish<K extends keyof Messages>(name: K, make: () => Messages[K]): void {
   const channel = channels[name];

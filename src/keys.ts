@@ -68,37 +68,52 @@ export function inboxOf(channel: string, instance: string): string {
 }
 
 /**
- * A mutex's names. Every held lease keeps its lock's, so only the lock hash's name is built up
- * front (renewals name it every tick); the others, used when acquiring, releasing and waiting,
- * are built when asked for, which keeps a held lease small.
+ * A mutex's names. Every held lease keeps its lock's, so none is kept: each is built when asked
+ * for (a renewal names the lock once per tick, an acquire or release a few once per call), and a
+ * held lease's keys are its user's key and the shared prefix.
  */
 class MutexKeys implements ExclusiveKeys {
   readonly key: string;
-  readonly lock: string;
-  readonly #base: string;
+  /** `<prefix>` or `<prefix>:<kind>`: shared by every lock of one name space. */
+  readonly #space: string;
 
-  constructor(key: string, base: string) {
+  constructor(key: string, space: string) {
     this.key = key;
-    this.#base = base;
-    this.lock = `${base}:lock`;
+    this.#space = space;
+  }
+
+  get lock(): string {
+    return `${this.#space}:{${this.key}}:lock`;
   }
 
   get queue(): string {
-    return `${this.#base}:queue`;
+    return `${this.#space}:{${this.key}}:queue`;
   }
 
   get tickets(): string {
-    return `${this.#base}:tickets`;
+    return `${this.#space}:{${this.key}}:tickets`;
   }
 
   get released(): string {
-    return `${this.#base}:released`;
+    return `${this.#space}:{${this.key}}:released`;
   }
 
   get channel(): string {
-    return `${this.#base}:wake`;
+    return `${this.#space}:{${this.key}}:wake`;
+  }
+
+  /** As a mutex's lock target (`{ family, keys }`): the same object, one fewer per held lease. */
+  get family(): "exclusive" {
+    return "exclusive";
+  }
+
+  get keys(): ExclusiveKeys {
+    return this;
   }
 }
+
+/** A mutex's lock target and its keys in one object (see `KeySpace.mutexTarget`). */
+export type MutexTarget = ExclusiveKeys & { readonly family: "exclusive"; readonly keys: ExclusiveKeys };
 
 export class KeySpace {
   readonly prefix: string;
@@ -108,7 +123,12 @@ export class KeySpace {
   }
 
   exclusive(key: string, kind?: ExclusiveKind): ExclusiveKeys {
-    return new MutexKeys(key, kind === undefined ? `${this.prefix}:{${key}}` : `${this.prefix}:${kind}:{${key}}`);
+    return new MutexKeys(key, kind === undefined ? this.prefix : `${this.prefix}:${kind}`);
+  }
+
+  /** A mutex's keys, which are also its lock target (`target.keys` is the object itself). */
+  mutexTarget(key: string): MutexTarget {
+    return new MutexKeys(key, this.prefix);
   }
 
   /** A multiLock's keys: each key's mutex keys, under one name for errors and diagnostics. */

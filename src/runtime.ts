@@ -7,7 +7,7 @@ import { driftMs, type Clock } from "./clock.js";
 import { widelyWatched } from "./deadline.js";
 import type { Engine, Obtain, ObtainResult } from "./engine.js";
 import { ClosedError, DeadlockError, LockTimeoutError } from "./errors.js";
-import { Ids } from "./ids.js";
+import { Ids, ownerOf } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import { Hold } from "./lease/hold.js";
 import { Keepalive } from "./lease/keepalive.js";
@@ -124,7 +124,7 @@ export class Runtime implements LeaseRuntime, Engine {
     const call: AcquireCall = {
       target: spec.target,
       ask: {
-        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : this.ids.owner()),
+        owner: w.owner ?? (reentry.kind === "join" ? section!.lease.owner : ownerOf(hold)),
         hold, ttlMs, mode: spec.mode, permits: w.permits,
         ticketLeaseMs: w.timeoutMs === 0 || reentry.kind !== "fresh" ? 0 : ticketLeaseMs(ttlMs),
         order: Date.now(),
@@ -144,11 +144,12 @@ export class Runtime implements LeaseRuntime, Engine {
           timeoutMs = startedAt + w.timeoutMs - this.clock.now();
           if (timeoutMs <= 0) throw new LockTimeoutError(spec.target.keys.key, this.clock.now() - startedAt, w.timeoutMs);
         }
-        got = await this.waiting.acquire({ call, channel: spec.channel, timeoutMs, signal: w.signal }).catch((error: unknown) => {
+        const waited = this.waiting.acquire({ call, channel: spec.channel, timeoutMs, signal: w.signal });
+        got = await (tries === 0 ? waited : waited.catch((error: unknown) => {
           // A later try's timeout is the caller's: it says what the caller asked for and waited.
-          if (tries === 0 || !(error instanceof LockTimeoutError)) throw error;
+          if (!(error instanceof LockTimeoutError)) throw error;
           throw new LockTimeoutError(error.key, this.clock.now() - startedAt, w.timeoutMs, "lock", error.cause === undefined ? undefined : { cause: error.cause });
-        });
+        }));
       } else {
         const { result, sentAt } = await this.waiting.once(call, w.signal);
         if (result.status === "busy") throw new DeadlockError(spec.key, "a nested acquisition found the lock held by another hold");

@@ -18,7 +18,7 @@ let unhandled = 0;
 process.on("unhandledRejection", () => { unhandled++; });
 process.on("uncaughtException", () => { unhandled++; });
 
-process.once("message", async ({ entry, port, leases, ttlMs }) => {
+process.once("message", async ({ entry, port, leases, ttlMs, watchLoss = true }) => {
   const adapter = await createAdapter(entry);
   await adapter.setup([port]);
   const before = memory();
@@ -28,7 +28,7 @@ process.once("message", async ({ entry, port, leases, ttlMs }) => {
   // In chunks, so that no library is judged on how it copes with 100,000 simultaneous calls.
   for (let i = 0; i < leases; i += CHUNK) {
     const chunk = await Promise.allSettled(
-      Array.from({ length: Math.min(CHUNK, leases - i) }, (_, j) => adapter.hold(`bench:w5:${i + j}`, ttlMs)),
+      Array.from({ length: Math.min(CHUNK, leases - i) }, (_, j) => adapter.hold(`bench:w5:${i + j}`, ttlMs, { watchLoss })),
     );
     for (const r of chunk) {
       if (r.status === "fulfilled") releases.push(r.value);

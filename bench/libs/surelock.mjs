@@ -19,10 +19,11 @@ export function create() {
       const lease = await locks.mutex(key, ttlMs ? { ttl: ttlMs } : undefined).acquire();
       return () => lease.release();
     },
-    // The watchdog renews every held lease (one batched call per tick for all of them).
-    async hold(key, ttlMs) {
+    // The watchdog renews every held lease (one batched call per tick for all of them). With
+    // watchLoss false (a --costs memory row), the lease's signal is never read, so never made.
+    async hold(key, ttlMs, { watchLoss = true } = {}) {
       const lease = await locks.mutex(key, { ttl: ttlMs }).acquire();
-      lease.signal.addEventListener("abort", () => { adapter.lost++; }, { once: true });
+      if (watchLoss) lease.signal.addEventListener("abort", () => { adapter.lost++; }, { once: true });
       return () => lease.release();
     },
     async teardown() {

@@ -56,7 +56,67 @@ export class Endpoint {
    * receives a reply the caller will not see — it came after the deadline, or too few replicas
    * acknowledged it — so that whatever it granted can be given back.
    */
-  async run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
+  run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
+    if (this.#checked && !(this.replicas && call.script.acknowledged)) return this.#script(call, undo);
+    return this.#run(call, undo);
+  }
+
+  /**
+   * The usual call, written out for speed (it runs twice per acquire and release cycle): EVALSHA
+   * (EVAL once more on NOSCRIPT) bounded by the shared deadline, its reply parsed, one promise in all.
+   */
+  #script<R>(call: ScriptCall<R>, undo: ((reply: R) => Promise<void> | void) | undefined): Promise<R> {
+    const { script, keys, args } = call;
+    return new Promise<R>((resolve, reject) => {
+      let settled = false;
+      const deadline = this.#deadlines.add(() => {
+        settled = true;
+        reject(new ConnectionError(`${script.name} of ${keys[0] ?? "?"} on ${this.name}: no reply within ${this.timeoutMs} ms`));
+      });
+      const replied = (raw: unknown): void => {
+        deadline.cancel();
+        if (settled) {
+          if (undo) undoLate(call, raw, undo);
+          return;
+        }
+        settled = true;
+        let reply: R;
+        try {
+          reply = script.parse(raw);
+        } catch (error) {
+          reject(error as Error);
+          return;
+        }
+        resolve(reply);
+      };
+      const failed = (error: unknown): void => {
+        deadline.cancel();
+        if (settled) return;
+        settled = true;
+        reject(toSurelockError(error, `${script.name} of ${keys[0] ?? "?"} on ${this.name}`));
+      };
+      let sent: Promise<unknown>;
+      try {
+        sent = this.adapter.evalsha(script.sha, keys, args);
+      } catch (error) {
+        deadline.cancel();
+        settled = true;
+        reject(error as Error);
+        return;
+      }
+      sent.then(replied, (error: unknown) => {
+        if (!isNoScript(error)) return failed(error);
+        // EVAL also loads the script into the server's cache for the next EVALSHA.
+        try {
+          this.adapter.eval(script.lua, keys, args).then(replied, failed);
+        } catch (evalError) {
+          failed(evalError);
+        }
+      });
+    });
+  }
+
+  async #run<R>(call: ScriptCall<R>, undo?: (reply: R) => Promise<void> | void): Promise<R> {
     let deadlines: Deadlines = this.#deadlines;
     let acknowledgedDeadlines: Deadlines | undefined = this.#acknowledgedDeadlines;
     if (!this.#checked) {
@@ -202,6 +262,15 @@ export class Endpoint {
         },
       );
     });
+  }
+}
+
+/** A reply that came after its call gave up, handed to `undo` so that what it granted is given back. */
+function undoLate<R>(call: ScriptCall<R>, raw: unknown, undo: (reply: R) => Promise<void> | void): void {
+  try {
+    void undo(call.script.parse(raw));
+  } catch {
+    // A reply we cannot read grants nothing we could give back.
   }
 }
 

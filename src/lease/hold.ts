@@ -9,6 +9,7 @@ import { driftMs, type Clock } from "../clock.js";
 import { widelyWatched } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { LockLostError, type LockLostReason } from "../errors.js";
+import { ownerOf } from "../ids.js";
 import type { HoldRef } from "../store/types.js";
 
 /** A request that may confirm the hold: what it sent, and when. */
@@ -26,34 +27,34 @@ export interface HoldWatcher {
 
 const NO_LEASES: readonly HoldWatcher[] = [];
 
+// The hold's yes/no states, as bits of one field: holds can number 100,000, and each field counts.
+const RENEWING = 1;
+const RENEWED = 2;
+const RENEW_IN_FLIGHT = 4;
+const RENEW_FAILED = 8;
+const RELEASE_IN_FLIGHT = 16;
+
 export class Hold {
   readonly ref: HoldRef;
-  readonly key: string;
-  readonly owner: string;
   /** The semaphore permits it takes (1 for other locks). */
   readonly permits: number;
-  /** Renewed by the watchdog (false for a fixed `leaseTime`, which ends by itself). */
-  readonly renewing: boolean;
-  /** The watchdog renews it now (set by the watchdog: from `track` until its release or loss). */
-  renewed = false;
   /** The ttl the watchdog renews with; `extend(ttl)` changes it. */
   ttlMs: number;
   /** Monotonic instant until which the hold is provably ours. */
   validUntilAt: number;
   /** When the watchdog should renew it next. */
   renewDueAt: number;
-  /** A renewal is on the wire, or the last one failed: a loss then is "unreachable". */
-  renewInFlight = false;
-  renewFailed = false;
-  /** A release is on the wire: its validity running out meanwhile means Redis could not be reached. */
-  releaseInFlight = false;
   /** extend() calls whose reply has not come: their loss, too, is "unreachable". */
   extendsInFlight = 0;
+  #flags: number;
+  /** The owner, when it is not the hold's default one (`ownerOf`, made again when read). */
+  readonly #owner: string | undefined;
   /**
-   * Leases of this process on this hold: an array replaced on each change (usually of one lease;
-   * a Set would cost a hash table per hold, and holds can number 100,000).
+   * Leases of this process on this hold: the one lease itself (most holds only ever have one), or
+   * an array replaced on each change (a Set would cost a hash table per hold, and holds can
+   * number 100,000).
    */
-  #leases = NO_LEASES;
+  #leases: HoldWatcher | readonly HoldWatcher[] = NO_LEASES;
   readonly #clock: Clock;
   #lostError: LockLostError | undefined;
   /** Made on first use: most holds end without anyone racing their loss. */
@@ -65,10 +66,9 @@ export class Hold {
   }) {
     this.ref = init.ref;
     this.permits = init.permits;
-    this.key = init.ref.target.keys.key;
-    this.owner = init.owner;
+    this.#owner = init.owner === ownerOf(init.ref.hold) ? undefined : init.owner;
     this.ttlMs = init.ttlMs;
-    this.renewing = init.renewing;
+    this.#flags = init.renewing ? RENEWING : 0;
     this.#clock = init.clock;
     this.#sent = init.confirmed.seq;
     this.validUntilAt = bound(init.confirmed.sentAt, init.pttlMs);
@@ -84,21 +84,82 @@ export class Hold {
     return this.ref.token;
   }
 
+  /** The user's key. */
+  get key(): string {
+    return this.ref.target.keys.key;
+  }
+
+  get owner(): string {
+    return this.#owner ?? ownerOf(this.ref.hold);
+  }
+
+  /** Renewed by the watchdog (false for a fixed `leaseTime`, which ends by itself). */
+  get renewing(): boolean {
+    return (this.#flags & RENEWING) !== 0;
+  }
+
+  /** The watchdog renews it now (set by the watchdog: from `track` until its release or loss). */
+  get renewed(): boolean {
+    return (this.#flags & RENEWED) !== 0;
+  }
+
+  set renewed(on: boolean) {
+    this.#set(RENEWED, on);
+  }
+
+  /** A renewal is on the wire, or the last one failed: a loss then is "unreachable". */
+  get renewInFlight(): boolean {
+    return (this.#flags & RENEW_IN_FLIGHT) !== 0;
+  }
+
+  set renewInFlight(on: boolean) {
+    this.#set(RENEW_IN_FLIGHT, on);
+  }
+
+  get renewFailed(): boolean {
+    return (this.#flags & RENEW_FAILED) !== 0;
+  }
+
+  set renewFailed(on: boolean) {
+    this.#set(RENEW_FAILED, on);
+  }
+
+  /** A release is on the wire: its validity running out meanwhile means Redis could not be reached. */
+  get releaseInFlight(): boolean {
+    return (this.#flags & RELEASE_IN_FLIGHT) !== 0;
+  }
+
+  set releaseInFlight(on: boolean) {
+    this.#set(RELEASE_IN_FLIGHT, on);
+  }
+
+  #set(flag: number, on: boolean): void {
+    this.#flags = on ? this.#flags | flag : this.#flags & ~flag;
+  }
+
   /** This process's leases on the hold. */
   get leases(): readonly HoldWatcher[] {
-    return this.#leases;
+    const leases = this.#leases;
+    return Array.isArray(leases) ? leases as readonly HoldWatcher[] : [leases as HoldWatcher];
   }
 
   enter(lease: HoldWatcher): void {
-    // concat allocates exactly what it holds; a spread reserves room to grow, and most holds
-    // only ever have one lease.
-    this.#leases = this.#leases.concat(lease);
+    const leases = this.#leases;
+    if (leases === NO_LEASES) this.#leases = lease;
+    // concat allocates exactly what it holds; a spread reserves room to grow.
+    else this.#leases = Array.isArray(leases) ? (leases as readonly HoldWatcher[]).concat(lease) : [leases as HoldWatcher, lease];
   }
 
   /** Takes `lease` off the hold; whether it was the last one. */
   leave(lease: HoldWatcher): boolean {
-    this.#leases = this.#leases.filter((l) => l !== lease);
-    return this.#leases.length === 0;
+    const leases = this.#leases;
+    if (!Array.isArray(leases)) {
+      if (leases === lease) this.#leases = NO_LEASES;
+    } else {
+      const left = (leases as readonly HoldWatcher[]).filter((l) => l !== lease);
+      this.#leases = left.length === 1 ? left[0] as HoldWatcher : left.length === 0 ? NO_LEASES : left;
+    }
+    return this.#leases === NO_LEASES;
   }
 
   /** The reason the hold was lost, once it was. */
@@ -155,7 +216,7 @@ export class Hold {
     this.#lostController?.abort(error);
     // A shutdown is not a loss: whoever counts losses from the channel must not count a deploy.
     if (reason !== "closed") publish("lost", () => ({ key: this.key, fencingToken: this.token, reason, lateByMs }));
-    for (const lease of this.#leases) lease._lost(error);
+    for (const lease of this.leases) lease._lost(error);
     return error;
   }
 

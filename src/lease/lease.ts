@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../clock.js";
 import { race } from "../deadline.js";
-import { publish } from "../diagnostics.js";
+import { listened, publish } from "../diagnostics.js";
 import { ConnectionError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { Grant, HoldState, ReleaseResult, Store } from "../store/types.js";
 import { checkTtl } from "../validate.js";
@@ -36,23 +36,16 @@ export interface LeaseRuntime {
 
 const INTERNAL = Symbol("surelock.lease");
 
+const HELD = 0;
+const RELEASED = 1;
+const LOST_WHILE_HELD = 2;
+
 /**
  * The handle of one acquisition (one entry of a hold): its key, fencing token and owner, a signal
  * that aborts when it can no longer be trusted, and release / extend / isHeld. Made by `acquire()`,
  * `tryAcquire()` and `withLock()`; `await using` releases it.
  */
 export class Lease implements AsyncDisposable {
-  /** The user's key, as given. */
-  readonly key: string;
-  /**
-   * Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries.
-   * A multiLock's lease: its first key's (see `fencingTokens`).
-   */
-  readonly fencingToken: bigint;
-  /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
-  readonly owner: string;
-  /** How many permits of a semaphore it holds (given back together by `release()`); 1 for other locks. */
-  readonly permits: number;
   /** @internal The entry of the hold this lease stands for. */
   readonly _entry: string;
   readonly #hold: Hold;
@@ -61,21 +54,20 @@ export class Lease implements AsyncDisposable {
   #fencingTokens: ReadonlyMap<string, bigint> | undefined;
   /** Made on first use of `signal` (many callers never look at it). */
   #controller: AbortController | undefined;
+  /** Whole ms, so that it is kept in the lease itself rather than in a number of its own. */
   readonly #acquiredAt: number;
-  #released = false;
-  /** The hold was lost before this lease's release settled: its signal aborts even though it was released. */
-  #lostWhileHeld = false;
+  /**
+   * HELD; RELEASED; or LOST_WHILE_HELD: the hold was lost before this lease's release settled, so
+   * its signal aborts even though it was released.
+   */
+  #state = HELD;
   #releasing: Promise<void> | undefined;
 
   private constructor(token: typeof INTERNAL, hold: Hold, entry: string, rt: LeaseRuntime) {
     if (token !== INTERNAL) throw new TypeError("a Lease is made by acquire(), tryAcquire() or withLock()");
-    this.key = hold.key;
-    this.fencingToken = hold.token;
-    this.owner = hold.owner;
-    this.permits = hold.permits;
     this.#hold = hold;
     this.#rt = rt;
-    this.#acquiredAt = rt.clock.now();
+    this.#acquiredAt = Math.floor(rt.clock.now());
     this._entry = entry;
     hold.enter(this);
   }
@@ -83,6 +75,29 @@ export class Lease implements AsyncDisposable {
   /** @internal A lease on `hold` for the entry `entry`. */
   static _create(hold: Hold, entry: string, rt: LeaseRuntime): Lease {
     return new Lease(INTERNAL, hold, entry, rt);
+  }
+
+  /** The user's key, as given. */
+  get key(): string {
+    return this.#hold.key;
+  }
+
+  /**
+   * Fencing token: strictly increasing for each new acquisition of the key; the same for re-entries.
+   * A multiLock's lease: its first key's (see `fencingTokens`).
+   */
+  get fencingToken(): bigint {
+    return this.#hold.token;
+  }
+
+  /** The owner the lock is held as (shared by re-entries and by an explicit `owner`). */
+  get owner(): string {
+    return this.#hold.owner;
+  }
+
+  /** How many permits of a semaphore it holds (given back together by `release()`); 1 for other locks. */
+  get permits(): number {
+    return this.#hold.permits;
   }
 
   /**
@@ -101,29 +116,27 @@ export class Lease implements AsyncDisposable {
 
   /** @internal The hold was lost: abort the signal, unless this lease was released first. */
   _lost(error: LockLostError): void {
-    if (this.#released) return;
+    if (this.#state !== HELD) return;
     this.#controller?.abort(error);
     // close() gives the entry back: for whoever follows holds on the channels, that is its release.
-    if (error.reason === "closed") {
-      publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: this.#rt.clock.now() - this.#acquiredAt }));
-    }
+    if (error.reason === "closed") this.#announceRelease();
   }
 
   /** Aborts (with a LockLostError as reason) as soon as the lease can no longer be trusted. */
   get signal(): AbortSignal {
-    if (!this.#released) this.#hold.checkValidity();
+    if (this.#state === HELD) this.#hold.checkValidity();
     if (!this.#controller) {
       this.#controller = new AbortController();
       // Lost before anyone looked (and not released first): the signal starts aborted.
       const lost = this.#hold.lost;
-      if (lost && (!this.#released || this.#lostWhileHeld)) this.#controller.abort(lost);
+      if (lost && this.#state !== RELEASED) this.#controller.abort(lost);
     }
     return this.#controller.signal;
   }
 
   /** Local view: acquired, not released, not known to be lost, validity not run out. */
   get held(): boolean {
-    if (this.#released) return false;
+    if (this.#state !== HELD) return false;
     this.#hold.checkValidity();
     return !this.#hold.lost;
   }
@@ -141,7 +154,7 @@ export class Lease implements AsyncDisposable {
   async extend(ttl?: number): Promise<void> {
     const ttlMs = ttl === undefined ? this.#hold.ttlMs : checkTtl("ttl", ttl);
     const hold = this.#hold;
-    if (this.#released) throw new LockNotHeldError(this.key, "the lease was already released");
+    if (this.#state !== HELD) throw new LockNotHeldError(this.key, "the lease was already released");
     hold.checkValidity();
     if (hold.lost) throw hold.lost;
     hold.ttlMs = ttlMs;
@@ -164,7 +177,7 @@ export class Lease implements AsyncDisposable {
   /** Asks Redis whether this lease's hold still holds the lock. A "no" also aborts `signal`. */
   async isHeld(): Promise<boolean> {
     const hold = this.#hold;
-    if (this.#released || hold.lost) return false;
+    if (this.#state !== HELD || hold.lost) return false;
     const state = await race(this.#rt.store.check(hold.ref), hold.lostSignal).catch((error: unknown) => {
       if (error instanceof LockLostError) return "gone" as const;
       throw error;
@@ -182,11 +195,13 @@ export class Lease implements AsyncDisposable {
    * more and the lock expires after its ttl.
    */
   release(): Promise<void> {
-    if (this.#released) return Promise.resolve();
-    this.#releasing ??= this.#release().finally(() => {
-      this.#releasing = undefined;
-    });
-    return this.#releasing;
+    if (this.#state !== HELD) return Promise.resolve();
+    if (this.#releasing) return this.#releasing;
+    const releasing = this.#release();
+    // Kept for the calls made while it runs, until it is decided (#finish); a release decided at
+    // once (a lease already lost) has nothing to join.
+    if (this.#state === HELD) this.#releasing = releasing;
+    return releasing;
   }
 
   /** Releases the lease (for `await using`). */
@@ -204,7 +219,7 @@ export class Lease implements AsyncDisposable {
     hold.checkValidity();
     const lostBefore = hold.lost;
     if (lostBefore) {
-      this.#lostWhileHeld = true;
+      this.#state = LOST_WHILE_HELD;
       this.#finish(last);
       // Redis may still have it (this process was paused, say): give it back, so it blocks nobody.
       rt.store.release(hold.ref, this._entry).catch(() => {});
@@ -224,7 +239,7 @@ export class Lease implements AsyncDisposable {
       if (error === hold.lost) {
         // The reply may still come, with a grant for a waiter here that nobody announced.
         call.then((late) => { if (late.status === "freed") rt.handOver(late.grants); }, () => {});
-        this.#lostWhileHeld = true;
+        this.#state = LOST_WHILE_HELD;
         this.#controller?.abort(error);
         throw new ConnectionError(`the release of lock "${this.key}" was not confirmed before its validity ran out; the lock expires by itself`,
           { cause: error });
@@ -235,16 +250,22 @@ export class Lease implements AsyncDisposable {
     this.#finish(last);
     if (result.status === "gone" || result.status === "taken") {
       const error = hold.lose(result.status === "taken" ? "taken" : "expired", "found on release");
-      this.#lostWhileHeld = true;
+      this.#state = LOST_WHILE_HELD;
       this.#controller?.abort(error);
       throw error;
     }
     if (result.status === "freed") rt.handOver(result.grants);
-    publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: rt.clock.now() - this.#acquiredAt }));
+    if (listened("release")) this.#announceRelease();
+  }
+
+  /** Out of line: a closure in `#release` would cost every release a context, listened to or not. */
+  #announceRelease(): void {
+    publish("release", () => ({ key: this.key, fencingToken: this.fencingToken, heldMs: this.#rt.clock.now() - this.#acquiredAt }));
   }
 
   #finish(last: boolean): void {
-    this.#released = true;
+    if (this.#state === HELD) this.#state = RELEASED;
+    this.#releasing = undefined;
     if (!last) return;
     this.#rt.keepalive.forget(this.#hold);
     this.#rt.holdEnded(this.#hold);

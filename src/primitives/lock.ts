@@ -2,7 +2,7 @@
  * The three ways into every primitive (acquire, tryAcquire, withLock), written once over a small
  * per-primitive spec: which lock, which mode, and how a flow that already holds it comes in again.
  */
-import { publish } from "../diagnostics.js";
+import { listened, publish } from "../diagnostics.js";
 import { ConnectionError, DeadlockError, LockTimeoutError, QuorumError } from "../errors.js";
 import type { Lease } from "../lease/lease.js";
 import type { Engine, LockSpec, Reentry, Wanted } from "../engine.js";
@@ -55,6 +55,8 @@ export interface Lockable {
   withLock<T>(work: LockedWork<T>, options?: WithLockOptions): Promise<T>;
 }
 
+const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = ["timeout", "signal", "owner", "leaseTime"];
+
 /** The lock engine every primitive extends (not exported: the primitives are). */
 export abstract class Lock implements Lockable {
   /** The user's key. */
@@ -76,8 +78,15 @@ export abstract class Lock implements Lockable {
    * with `signal.reason` when the signal aborts, ClosedError when the Surelock is closed,
    * ConnectionError (QuorumError) if Redis cannot be reached.
    */
-  async acquire(options?: AcquireOptions): Promise<Lease> {
-    return this.#acquire(this.#check(options, ["timeout", "signal", "owner", "leaseTime"]));
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    // Not an async function: one promise fewer per acquire, and bad options still reject.
+    let wanted: Wanted;
+    try {
+      wanted = this.#check(options, ACQUIRE_OPTIONS);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return this.#acquire(wanted);
   }
 
   /** One attempt, no waiting: the lease, or null if someone else holds the lock. */
@@ -96,7 +105,7 @@ export abstract class Lock implements Lockable {
    */
   async withLock<T>(work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
     checkFunction("work", work);
-    const lease = await this.#acquire(this.#check(options, ["timeout", "signal", "owner", "leaseTime"]));
+    const lease = await this.#acquire(this.#check(options, ACQUIRE_OPTIONS));
     const section: Section = { lease, mode: this.#spec.mode === "r" ? "r" : "w", open: true };
     let value: T;
     try {
@@ -145,9 +154,12 @@ export abstract class Lock implements Lockable {
     const reentry: Reentry = w.owner !== undefined && spec.sharesByOwner ? { kind: "fresh" } : spec.reentry(section);
     if (reentry.kind === "deadlock") throw new DeadlockError(this.key, reentry.why);
     const { lease, entered, attempts } = await rt.obtain({ spec, wanted: w, section, reentry });
-    publish("acquire", () => ({
-      key: this.key, fencingToken: lease.fencingToken, reentered: entered, waitedMs: rt.clock.now() - startedAt, attempts,
-    }));
+    if (listened("acquire")) publishAcquire(lease, entered, rt.clock.now() - startedAt, attempts);
     return lease;
   }
+}
+
+/** Out of line: a closure in `#acquire` would cost every acquire a context, listened to or not. */
+function publishAcquire(lease: Lease, entered: boolean, waitedMs: number, attempts: number): void {
+  publish("acquire", () => ({ key: lease.key, fencingToken: lease.fencingToken, reentered: entered, waitedMs, attempts }));
 }

@@ -22,10 +22,11 @@ const INTERNAL = Symbol("surelock.mutex");
 export class Mutex extends Lock {
   private constructor(token: typeof INTERNAL, rt: Engine, key: string, ttlMs: number) {
     if (token !== INTERNAL) throw new TypeError("use Surelock.mutex()");
-    const keys = rt.keys.exclusive(key);
+    // Its target is its keys (one object per lock: every held lease keeps it).
+    const keys = rt.keys.mutexTarget(key);
     super(rt, {
       key,
-      target: { family: "exclusive", keys },
+      target: keys,
       lockId: keys.lock,
       channel: keys.channel,
       mode: "x",

@@ -60,35 +60,34 @@ export class SingleStore implements Store {
       this.#newest.delete(entry);
       return this.#abandonQuietly(call);
     };
-    const result = await this.#attempt(call, undo);
+    // The script call is awaited here, not in a helper of its own: one promise fewer per acquire.
+    const { target } = call;
+    const result = target.family === "multi"
+      ? multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo))
+      : acquired(target, await this.endpoint.run(this.#acquireCall(target, call), undo));
     // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
     if (this.#newest.get(entry) === attempt) this.#newest.delete(entry);
     return result;
   }
 
-  async #attempt(call: AcquireCall, undo: () => Promise<void> | undefined): Promise<AcquireResult> {
-    const { target, ask, entry, join } = call;
-    let reply: AcquireReply;
-    if (target.family === "multi") return multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo));
+  #acquireCall(target: SingleTarget, call: AcquireCall): ScriptCall<AcquireReply> {
+    const { ask, entry, join } = call;
     if (target.family === "exclusive") {
       const k = target.keys;
-      reply = await this.endpoint.run(scripts.acquire.call(
+      return scripts.acquire.call(
         { lock: k.lock, queue: k.queue, tickets: k.tickets },
         { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, window: this.#o.replayWindowMs },
         this.#o.ordered && ask.order !== undefined ? { args: [ask.order] } : undefined,
-      ), undo);
-    } else {
-      const k = target.keys;
-      reply = await this.endpoint.run(scripts.acquireShared.call(
-        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets },
-        {
-          owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, mode: ask.mode, permits: ask.permits, limit: target.limit,
-          join, ticketLease: ask.ticketLeaseMs, keep: this.#o.keepMs,
-        },
-      ), undo);
+      );
     }
-    if (reply.status === "busy" || reply.status === "gone" || reply.status === "conflict") return reply;
-    return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs, leaseToken: reply.leaseToken };
+    const k = target.keys;
+    return scripts.acquireShared.call(
+      { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets },
+      {
+        owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, mode: ask.mode, permits: ask.permits, limit: target.limit,
+        join, ticketLease: ask.ticketLeaseMs, keep: this.#o.keepMs,
+      },
+    );
   }
 
   async abandon(call: AcquireCall): Promise<void> {
@@ -247,4 +246,10 @@ export class SingleStore implements Store {
       publish("error", () => ({ key: call.target.keys.key, operation: "abandon", error: error as Error }));
     });
   }
+}
+
+/** An acquire script's reply as the store's result. */
+function acquired(target: SingleTarget, reply: AcquireReply): AcquireResult {
+  if (reply.status === "busy" || reply.status === "gone" || reply.status === "conflict") return reply;
+  return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs, leaseToken: reply.leaseToken };
 }

@@ -84,7 +84,8 @@ export class WaitingRoom implements WakeupHandler {
     try {
       stop.throwIfInterrupted();
       sent = true;
-      return await this.#attempt(call, stop);
+      const sentAt = this.#clock.now();
+      return { result: await this.#attempt(call, stop), sentAt };
     } catch (error) {
       // Interrupted, or its answer lost: the entry it may have added is given back (none if it was never sent).
       if (sent) this.#abandon(call);
@@ -94,8 +95,43 @@ export class WaitingRoom implements WakeupHandler {
     }
   }
 
-  async acquire(req: WaitRequest): Promise<Obtained> {
+  acquire(req: WaitRequest): Promise<Obtained> {
+    // The usual acquire first, in a small function of its own (a suspended async function keeps
+    // all its locals, and the wait below has many): no signal of its own and a timeout no
+    // shorter than a store call's own bound, so only close() can end its first attempt early,
+    // and nobody here listening to the lock already.
+    const lockChannel = typeof req.channel === "string" ? req.channel : req.channel[0];
+    if (req.signal === undefined && req.timeoutMs > 0 && req.timeoutMs >= this.#callBoundMs
+      && !(lockChannel !== undefined && this.#wakeups?.listens(lockChannel))) return this.#firstThenWait(req);
+    return this.#wait(req, undefined);
+  }
+
+  /** The first attempt of an acquire with nothing set up for it; it waits (#wait) only if the lock is busy. */
+  async #firstThenWait(req: WaitRequest): Promise<Obtained> {
     const startedAt = this.#clock.now();
+    const stop = closedOnly(this.#closed);
+    // Interrupted before it was sent: nothing to give back.
+    stop.throwIfInterrupted();
+    const firstAt = this.#clock.now();
+    let first: AcquireResult;
+    let got: Obtained | undefined;
+    try {
+      first = await this.#attempt(req.call, stop);
+      got = obtained(req.call, first, firstAt, 1);
+    } catch (error) {
+      // Whatever the attempt took (its answer lost, or after close()) is given back; a refusal took nothing.
+      if (!(error instanceof ConflictError)) this.#abandon(req.call);
+      throw error;
+    }
+    return got ?? this.#wait(req, { first, firstAt, startedAt });
+  }
+
+  /**
+   * An acquire's wait; `prior`: its first attempt, already made by #firstThenWait, which found
+   * the lock busy.
+   */
+  async #wait(req: WaitRequest, prior: { first: AcquireResult; firstAt: number; startedAt: number } | undefined): Promise<Obtained> {
+    const startedAt = prior?.startedAt ?? this.#clock.now();
     const key = req.call.target.keys.key;
     /** This wait's attempt: a new identity after a grant was given back. */
     let call = req.call;
@@ -121,28 +157,39 @@ export class WaitingRoom implements WakeupHandler {
     let sent = false;
     let outcome: "acquired" | "timeout" | "aborted" | "error" = "error";
     try {
-      stop.throwIfInterrupted();
-      sent = true;
-      // Already listening to this lock (other waiters here): keep listening through the attempt,
-      // so that an announcement made after it cannot be missed and no second attempt is needed.
-      // (Looked up by the lock's own channel first: most acquires find nobody listening to it.)
-      const lockChannel = typeof req.channel === "string" ? req.channel : req.channel[0];
-      subscription = req.timeoutMs === 0 || lockChannel === undefined || !this.#wakeups?.listens(lockChannel)
-        ? undefined
-        : this.#wakeups.refIfListeningAll(channels());
-      const listened = subscription !== undefined;
-      // Listening already: the waiter must be findable by an announcement that beats the reply.
-      if (listened) waiter = this.#enter(req.call, channels(), startedAt);
-      const first = await this.#attempt(call, stop);
-      answered = true;
-      attempts++;
-      const got = obtained(call, first.result, first.sentAt, attempts);
-      if (got) return got;
-      if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
+      let first: AcquireResult;
+      let firstAt: number;
+      let listened = false;
+      if (prior) {
+        ({ first, firstAt } = prior);
+        sent = true;
+        answered = true;
+        attempts++;
+      } else {
+        stop.throwIfInterrupted();
+        sent = true;
+        // Already listening to this lock (other waiters here): keep listening through the attempt,
+        // so that an announcement made after it cannot be missed and no second attempt is needed.
+        // (Looked up by the lock's own channel first: most acquires find nobody listening to it.)
+        const lockChannel = typeof req.channel === "string" ? req.channel : req.channel[0];
+        subscription = req.timeoutMs === 0 || lockChannel === undefined || !this.#wakeups?.listens(lockChannel)
+          ? undefined
+          : this.#wakeups.refIfListeningAll(channels());
+        listened = subscription !== undefined;
+        // Listening already: the waiter must be findable by an announcement that beats the reply.
+        if (listened) waiter = this.#enter(req.call, channels(), startedAt);
+        firstAt = this.#clock.now();
+        first = await this.#attempt(call, stop);
+        answered = true;
+        attempts++;
+        const got = obtained(call, first, firstAt, attempts);
+        if (got) return got;
+        if (req.timeoutMs === 0) throw new LockTimeoutError(key, this.#clock.now() - startedAt, 0);
+      }
 
       if (lazy) stop = waitStop(bounds);
       waiter ??= this.#enter(call, channels(), startedAt);
-      this.#note(waiter, first.result, first.sentAt);
+      this.#note(waiter, first, firstAt);
       waited = true;
       publish("wait", () => ({ key, phase: "start", waitedMs: this.#clock.now() - startedAt }));
       if (this.#wakeups && !listened) {
@@ -156,7 +203,8 @@ export class WaitingRoom implements WakeupHandler {
       let attemptNow = !listened;
       for (;;) {
         if (attemptNow) {
-          let again: { result: AcquireResult; sentAt: number };
+          let again: AcquireResult;
+          const againAt = this.#clock.now();
           try {
             again = await this.#attempt(call, stop);
           } catch (error) {
@@ -170,12 +218,12 @@ export class WaitingRoom implements WakeupHandler {
           }
           waiter.answered();
           attempts++;
-          const got = obtained(call, again.result, again.sentAt, attempts);
+          const got = obtained(call, again, againAt, attempts);
           if (got) {
             outcome = "acquired";
             return got;
           }
-          this.#note(waiter, again.result, again.sentAt);
+          this.#note(waiter, again, againAt);
         }
         const event = await waiter.next(stop.signal);
         const grant = event.kind === "granted" ? granted(waiter, event, attempts) : undefined;
@@ -237,11 +285,10 @@ export class WaitingRoom implements WakeupHandler {
     for (const waiter of this.#byChannel.get(channel) ?? []) waiter.push({ kind: "turn" });
   }
 
-  async #attempt(call: AcquireCall, stop: Stop): Promise<{ result: AcquireResult; sentAt: number }> {
+  /** One attempt (its send instant is read just before: `sentAt`); not an async function, one promise fewer. */
+  #attempt(call: AcquireCall, stop: Stop): Promise<AcquireResult> {
     stop.throwIfInterrupted();
-    const sentAt = this.#clock.now();
-    const result = await stop.race(this.#store.acquire(call, stop.signal));
-    return { result, sentAt };
+    return stop.race(this.#store.acquire(call, stop.signal));
   }
 
   #note(waiter: Waiter, result: AcquireResult, sentAt: number): void {
