@@ -6,7 +6,7 @@
 import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
-import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply } from "../scripts/index.js";
+import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
 import { acquireMultiCall, combineStates, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
 import type {
