@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { QuorumError, Surelock, type Lease } from "../../src/index.js";
-import { MemoryRedis, VirtualClock } from "../../src/testing/index.js";
-import { World, later, type Proc } from "./support.js";
+import { LUA } from "../../src/scripts/lua.generated.js";
+import { Gate, MemoryRedis, VirtualClock } from "../../src/testing/index.js";
+import { World, Wire, later, watchLoss, type Proc } from "./support.js";
 
 describe("fast: interleavings the torture suite found", () => {
   let w: World;
@@ -53,11 +54,12 @@ describe("fast: interleavings the torture suite found", () => {
     // next one: with a majority as the quorum, three holders of two permits, each believed at once.
     const clock = new VirtualClock();
     const nodes = [0, 1, 2].map(() => new MemoryRedis({ clock }));
+    for (const node of nodes) for (const script of Object.values(LUA)) await node.command(["SCRIPT", "LOAD", script.lua]);
     const procs = [0, 1, 2].map((cut) => new Surelock({
       clock,
       redis: nodes.map((node, i) => {
         const link = node.duplicate();
-        if (i === cut) link.intercept(() => ({ kind: "fail" }));
+        if (i === cut) link.intercept(() => ({ kind: "drop-reply", then: "hang" }));
         return link;
       }),
     }));
@@ -65,7 +67,7 @@ describe("fast: interleavings the torture suite found", () => {
     try {
       for (const [i, locks] of procs.entries()) {
         const tried = w.track(locks.semaphore("seats", { permits: 2 }).tryAcquire());
-        await clock.advance(1_000);
+        for (let step = 0; step < 50 && !tried.settled; step++) await clock.advance(100);
         assert.ok(tried.settled, `process ${i}'s tryAcquire settles`);
         if (tried.ok && tried.value) held.push(tried.value);
         else assert.ok(tried.error instanceof QuorumError, `process ${i}: ${String(tried.error ?? "no permit")}`);
@@ -77,6 +79,62 @@ describe("fast: interleavings the torture suite found", () => {
     } finally {
       for (const lease of held) await lease.release().catch(() => {});
       const closing = w.track(Promise.all(procs.map((locks) => locks.close())));
+      for (let i = 0; i < 10 && !closing.settled; i++) await clock.advance(1_000);
+      assert.ok(closing.settled, "close() settles");
+    }
+  });
+
+  it("quorum mode, extend racing the watchdog: a renewal that waits on a node whose reply was lost is decided after a later, shortening extend, and the lease never outlives the extend on a majority (seed 36)", async () => {
+    // A quorum keepalive is decided once every node answered or timed out. The renewal (ttl 3 000,
+    // sent at 1 000) is answered at once by node 0, late by node 1 (at 1 250), and never by node 2,
+    // whose vote waits out the 300 ms command timeout (1 300). The extend (1 000 ms, sent at 1 200)
+    // has all three answers at 1 250 and is decided first. Were the older renewal's decision to set
+    // validity, the lease would believe until about 4 000 while every node drops the hold at 2 200.
+    const clock = new VirtualClock();
+    const nodes = [0, 1, 2].map(() => new MemoryRedis({ clock }));
+    for (const node of nodes) for (const script of Object.values(LUA)) await node.command(["SCRIPT", "LOAD", script.lua]);
+    const links = nodes.map((node) => node.duplicate());
+    const wires = links.map((link) => new Wire(link, clock));
+    const locks = new Surelock({ redis: links, clock, ttl: 3_000, commandTimeout: 300 });
+    const slow = new Gate();
+    const never = new Gate();
+    try {
+      const acquiring = w.track(locks.mutex("k").acquire());
+      await clock.advance(0);
+      assert.ok(acquiring.ok, String(acquiring.error));
+      const lease = acquiring.value as Lease;
+      // Node 1 holds its keepalive replies (the renewal's, then the extend's behind it); node 2
+      // runs the renewal and its reply is lost on the way.
+      (wires[1] as Wire).fault = (s) => (s.script === "keepalive" ? { kind: "gate", gate: slow, stage: "reply" } : undefined);
+      let renewals = 0;
+      (wires[2] as Wire).fault = (s) => (s.script === "keepalive" && ++renewals === 1 ? { kind: "drop-reply", then: "hang" } : undefined);
+      await clock.advance(1_000);
+      assert.equal(slow.arrivals.length, 1, "the renewal ran on node 1; its reply is held");
+      await clock.advance(200);
+      const extending = w.track(lease.extend(1_000));
+      await clock.advance(50);
+      for (const wire of wires) wire.fault = (s) => (s.script === "keepalive" ? { kind: "gate", gate: never, stage: "execution" } : undefined);
+      slow.open();
+      await clock.settle();
+      assert.ok(extending.ok, `the extend is decided once node 1 answers: ${String(extending.error ?? "pending")}`);
+      const loss = watchLoss(clock, lease);
+      // Every millisecond: a lease that believes it holds the lock has it, alive, on a majority.
+      while (clock.now() < 2_400) {
+        await clock.advance(1);
+        if (!lease.held) continue;
+        let alive = 0;
+        for (const node of nodes) {
+          const owner = await node.command(["HGET", "surelock:{k}:lock", "o"]);
+          const pttl = Number(await node.command(["PTTL", "surelock:{k}:lock"]));
+          if (owner === lease.owner && pttl > 0) alive++;
+        }
+        assert.ok(alive >= 2, `believed held at ${clock.now()} with the hold alive on ${alive} of 3 nodes`);
+      }
+      assert.ok(loss.at !== undefined && loss.at <= 1_200 + 1_000, `the lease ends with the extend's life (lost at ${String(loss.at)})`);
+    } finally {
+      slow.open();
+      never.open();
+      const closing = w.track(locks.close());
       for (let i = 0; i < 10 && !closing.settled; i++) await clock.advance(1_000);
       assert.ok(closing.settled, "close() settles");
     }
