@@ -49,6 +49,31 @@ describe("fast: interleavings the torture suite found", () => {
     await (reader.value as Lease).release();
   });
 
+  it("a write acquire run twice (its reply lost, the client resent it): the lease holds the hold the first run founded, another flow of the same instance and another process are kept out, and one release frees it (seed 2)", async () => {
+    const rw = p.locks.readWriteLock("doc");
+    let sent = 0;
+    p.wire.fault = (s) => (s.script === "acquire-shared" && ++sent === 1 ? { kind: "replay" } : undefined);
+    const writing = w.track(rw.write().acquire({ timeout: 1_000 }));
+    await w.clock.settle();
+    assert.ok(writing.ok, `the resent acquire answers the first run's hold: ${String(writing.error ?? "pending")}`);
+    const lease = writing.value as Lease;
+    assert.equal(lease.held, true);
+    const holders = (await w.observer.command(["ZRANGE", "surelock:rw:{doc}:holders", 0, -1])) as string[];
+    assert.equal(holders.length, 1, `one write hold in Redis (${holders.join(", ")})`);
+    assert.deepEqual(await queueOf("doc"), [], "the replay left no ticket of the writer waiting for itself");
+    // Not a re-entry: the same instance asks from outside any section, as another flow would.
+    const sameWorker = w.track(rw.write().tryAcquire());
+    const otherWorker = w.track(w.proc().locks.readWriteLock("doc").write().tryAcquire());
+    await w.clock.settle();
+    assert.equal(sameWorker.value, null, "a second owner in the same process");
+    assert.equal(otherWorker.value, null, "a second owner in another process");
+    await lease.release();
+    const after = w.track(w.proc().locks.readWriteLock("doc").write().tryAcquire());
+    await w.clock.settle();
+    assert.ok(after.value, "one release frees the lock: the replay counted once");
+    await (after.value as Lease).release();
+  });
+
   it("a 2-permit semaphore on 3 nodes, three processes each cut off from a different node: three different majorities, and not one permit is handed out (seeds 34 and 3)", async () => {
     // Each process reaches two nodes of three, a majority, and every node would have room for the
     // next one: with a majority as the quorum, three holders of two permits, each believed at once.
