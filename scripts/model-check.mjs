@@ -187,6 +187,32 @@ export const CHECKS = [
     name: "quorum-line-arrival-order/livelock", model: "quorum-line.pml", property: "progress", expect: "fails", liveness: true, defines: { ARRIVAL: 1 },
     covers: "the new rule with lines in arrival order: two waiters whose tickets stand in different orders on different nodes can lose forever",
   },
+  // Multi-key holds (multi-key.pml): keys a and b, a multiLock of [a, b] and one joining it by
+  // owner, a mutex of a joining it by owner (its watchdog keeps a alive), a mutex of b competing.
+  // A multi-key hold's validity is its shortest key's PTTL (acquire-multi.lua's answer()).
+  {
+    name: "multi-key/join-by-owner", model: "multi-key.pml", property: "all", expect: "holds",
+    defines: { H: 7, TA: 6 },
+    covers: "a multiLock joins its owner's hold of [a, b] after a mutex of a joined it and renewed a; b expires first and goes to another client",
+    witness: [["W_MULTI_JOINED", "W_MUTEX_JOINED", "W_KEY_OUTLIVES", "W_SHORT_EXPIRED", "W_SPLIT_TAKEN"]],
+  },
+  {
+    name: "multi-key/multi-renewals", model: "multi-key.pml", property: "all", expect: "holds",
+    defines: { H: 5, TA: 4, RENEWALS: 1 },
+    covers: "as join-by-owner, and each multiLock (founder and joiner) renews once, lengthening the shorter key",
+    witness: [["W_MULTI_JOINED", "W_MULTI_RENEWED", "W_SHORT_EXPIRED", "W_SPLIT_TAKEN"]],
+  },
+  {
+    name: "multi-key/releases", model: "multi-key.pml", property: "all", expect: "holds",
+    defines: { H: 5, TA: 4, RELEASES: 1 },
+    covers: "as join-by-owner, and every holder may release: a multiLock's release frees b while the joined mutex keeps a, and b is taken",
+    witness: [["W_MUTEX_JOINED", "W_PART_RELEASED", "W_SPLIT_TAKEN"]],
+  },
+  {
+    name: "multi-key-old/first-key-pttl", model: "multi-key.pml", property: "exclusion", expect: "fails",
+    defines: { H: 7, TA: 6, FIRST_KEY: 1 },
+    covers: "the old answer (the first key's PTTL): a multiLock joined by owner trusts a's long life; b expires and another client takes it (issue 24)",
+  },
   // The old protocol (src/scripts/*.lua, lease.ts, watchdog.ts): the known bugs.
   {
     name: "old/nested-release-replayed", model: "old-protocol.pml", property: "exclusion", expect: "fails",
@@ -258,6 +284,21 @@ function story(dir, check, defineArgs) {
     const violation = error ? { file: error[1], line: Number(error[2]), message: error[3] } : undefined;
     // A liveness counterexample is a cycle (a livelock, or a stuck state stuttering), not an error line.
     return { steps, state, violation, cycle: /START OF CYCLE/.test(replay.stdout) };
+  }
+  if (check.model === "multi-key.pml") {
+    for (const [k, key] of ["a", "b"].entries()) {
+      const field = (name) => last.get(`ky[${k}].${name}`) ?? 0;
+      state.push(`t=${last.get("now")}: key ${key} ` +
+        (field("hid") ? `held by hold ${field("hid")} (token ${field("htok")}, expires at ${field("hexp")})` : "free"));
+    }
+    for (let i = 0; i < 4; i++) {
+      const field = (name) => last.get(`cl[${i}].${name}`) ?? 0;
+      state.push(`c${i}: ` + (field("ph") === 2 && !field("lost")
+        ? `holds hold ${field("hold")} (tokens ${field("tok0")} ${field("tok1")}), valid until ${field("vu")}`
+        : "holds nothing"));
+    }
+    const error = /^spin: (\S+):(\d+), Error: (.*)$/m.exec(replay.stdout + replay.stderr);
+    return { steps, state, violation: error ? { file: error[1], line: Number(error[2]), message: error[3] } : undefined };
   }
   state.push(`t=${last.get("now")}: Redis hold ${last.get("hid") || "none"}` +
     (last.get("hid") ? ` (token ${last.get("htok")}, expires at ${last.get("hexp")})` : ""));

@@ -3,7 +3,9 @@
  * its timeout, its caller's signal and close(). An `Interruption` folds those into one
  * AbortSignal; `race` settles a promise early when that signal aborts and hands a result that
  * arrives afterwards to whoever must undo it. A `DeadlineQueue` bounds many calls that share one
- * timeout with a single timer; `within` bounds a one-off call (a subscription, a connect, a QUIT).
+ * timeout with a single timer; `within` bounds a one-off call (a subscription, a connect, a QUIT)
+ * on real time, `boundedBy` one on the runtime's clock; `pause` waits on that clock until a time,
+ * a signal or a wake-up, whichever comes first.
  */
 import { setMaxListeners } from "node:events";
 import type { Clock } from "./clock.js";
@@ -146,6 +148,38 @@ export function within<T>(call: Promise<T>, ms: number, late: () => Error): Prom
       },
     );
   });
+}
+
+/**
+ * Waits `ms` on `clock` (Infinity: no time limit), or less: until `stop` aborts, or until the
+ * function handed to `onWake` is called (an announcement). Resolves in every case, and leaves no
+ * timer or listener behind.
+ */
+export function pause(clock: Clock, ms: number, stop?: AbortSignal, onWake?: (wake: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (stop?.aborted) return resolve();
+    let timer: unknown;
+    const done = (): void => {
+      if (timer !== undefined) clock.clearTimeout(timer);
+      stop?.removeEventListener("abort", done);
+      resolve();
+    };
+    if (ms < Infinity) timer = clock.setTimeout(done, Math.max(0, ms), true);
+    stop?.addEventListener("abort", done, { once: true });
+    onWake?.(done);
+  });
+}
+
+/**
+ * Settles as `work` does, or resolves with undefined after `ms` on `clock`: for a wait whose
+ * outcome only saves time (a subscription that confirms late costs latency, not correctness).
+ */
+export function boundedBy<T>(clock: Clock, ms: number, work: Promise<T>): Promise<T | undefined> {
+  let timer: unknown;
+  const bound = new Promise<undefined>((resolve) => {
+    timer = clock.setTimeout(() => resolve(undefined), ms, true);
+  });
+  return Promise.race([work, bound]).finally(() => clock.clearTimeout(timer));
 }
 
 const NOTHING = (): void => {};

@@ -29,7 +29,6 @@ export interface RuntimeOptions {
   readonly store: Store;
   readonly clock: Clock;
   readonly keys: KeySpace;
-  readonly defaultTtlMs: number;
   /** The wait of an acquire that names no timeout, ms (Infinity: none). */
   readonly acquireTimeoutMs: number;
   /** Longest pause between two checks of a waiting ticket, ms. */
@@ -51,7 +50,6 @@ export class Runtime implements LeaseRuntime, Engine {
   readonly store: Store;
   readonly clock: Clock;
   readonly keys: KeySpace;
-  readonly defaultTtlMs: number;
   readonly acquireTimeoutMs: number;
   readonly callBoundMs: number;
   /** Longest pause between two checks of a waiter that has no wake-up yet, ms. */
@@ -71,7 +69,6 @@ export class Runtime implements LeaseRuntime, Engine {
     this.store = o.store;
     this.clock = o.clock;
     this.keys = o.keys;
-    this.defaultTtlMs = o.defaultTtlMs;
     this.acquireTimeoutMs = o.acquireTimeoutMs;
     this.callBoundMs = o.callBoundMs;
     this.pollMs = o.pollMs;
@@ -113,11 +110,6 @@ export class Runtime implements LeaseRuntime, Engine {
   /** Aborts, with a ClosedError, when close() is called. */
   get closed(): AbortSignal {
     return this.#closer.signal;
-  }
-
-  /** Number of wake-up channels subscribed (for tests and diagnostics). */
-  get subscriptions(): number {
-    return this.#wakeups.size;
   }
 
   assertOpen(): void {

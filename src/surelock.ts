@@ -251,13 +251,13 @@ export class Surelock {
       grants: !quorum && replicas === undefined,
     };
     const store: Store = quorum
-      ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false, ordered: true }), timeoutMs: e.timeoutMs })), clock)
+      ? new QuorumStore(this.#endpoints.map((e) => ({ store: new SingleStore(e, { ...policy, grants: false, ordered: true, countsIds: true }), timeoutMs: e.timeoutMs })), clock)
       : new SingleStore(this.#endpoints[0] as Endpoint, policy);
     // One call's own bound: its deadline (plus WAIT's), and in quorum mode the rounds it may ask again.
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
     const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
     return new Runtime({
-      store, clock, keys: new KeySpace(this.prefix), defaultTtlMs: this.ttl, acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
+      store, clock, keys: new KeySpace(this.prefix), acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
       // Quorum mode's attempt may ask again and waits for its votes to be treated: no lazy wait there.
       ...(quorum ? {} : { attemptBoundMs: callMs }),
     });

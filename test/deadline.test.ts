@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { DeadlineQueue } from "../src/deadline.js";
+import { boundedBy, DeadlineQueue, pause } from "../src/deadline.js";
 import { VirtualClock } from "../src/testing/index.js";
 import { closedOnly } from "../src/waiting/stop.js";
 
@@ -86,5 +86,47 @@ describe("closedOnly (a call with no stop of its own)", () => {
     assert.deepEqual(late, [9], "a value that came after close() goes to `late`");
     await assert.rejects(stop.race(Promise.resolve(1)), /closed/);
     assert.throws(() => stop.throwIfInterrupted(), /closed/);
+  });
+});
+
+describe("pause and boundedBy (the waits on the runtime's clock)", () => {
+  /** Settles `p` and reports which of its outcomes came by now (after the microtasks ran). */
+  const state = async (p: Promise<unknown>): Promise<string> => {
+    let outcome = "pending";
+    p.then((v) => { outcome = `resolved ${String(v)}`; }, (e: unknown) => { outcome = `rejected ${String(e)}`; });
+    await new Promise((resolve) => setImmediate(resolve));
+    return outcome;
+  };
+
+  it("pause ends at its time, at its signal, or at its wake-up, whichever comes first, and leaves no timer", async () => {
+    const clock = new VirtualClock();
+    const timed = pause(clock, 100);
+    await clock.advance(99);
+    assert.equal(await state(timed), "pending");
+    await clock.advance(1);
+    assert.equal(await state(timed), "resolved undefined");
+
+    const stop = new AbortController();
+    const stopped = pause(clock, 100, stop.signal);
+    stop.abort();
+    assert.equal(await state(stopped), "resolved undefined");
+    assert.equal(await state(pause(clock, 100, stop.signal)), "resolved undefined", "an aborted signal ends it at once");
+
+    let wake: (() => void) | undefined;
+    const woken = pause(clock, Infinity, undefined, (w) => { wake = w; });
+    assert.equal(await state(woken), "pending", "Infinity: no time limit");
+    wake?.();
+    assert.equal(await state(woken), "resolved undefined");
+    assert.equal(clock.pendingTimers, 0, "every timer cleared");
+  });
+
+  it("boundedBy settles as its work does, or with undefined after its time", async () => {
+    const clock = new VirtualClock();
+    assert.equal(await boundedBy(clock, 100, Promise.resolve(7)), 7);
+    await assert.rejects(boundedBy(clock, 100, Promise.reject(new Error("no"))), /no/);
+    const slow = boundedBy(clock, 100, new Promise<number>(() => {}));
+    await clock.advance(100);
+    assert.equal(await slow, undefined);
+    assert.equal(clock.pendingTimers, 0, "every timer cleared");
   });
 });

@@ -1,7 +1,9 @@
 /** Picks the adapter for whatever client the user passed. */
 import { InvalidArgumentError } from "../errors.js";
-import { IoredisAdapter, isIoredis } from "./ioredis.js";
-import { isNodeRedis, isNodeRedisCluster, isNodeRedisSentinel, NodeRedisAdapter, NodeRedisSentinelAdapter } from "./node-redis.js";
+import { IoredisAdapter } from "./ioredis.js";
+import { isIoredis } from "./ioredis-like.js";
+import { NodeRedisAdapter, NodeRedisSentinelAdapter } from "./node-redis.js";
+import { isNodeRedis, isNodeRedisCluster, isNodeRedisSentinel } from "./node-redis-like.js";
 import { NodeRedisClusterAdapter } from "./node-redis-cluster.js";
 import type { RedisAdapter } from "./types.js";
 

@@ -4,7 +4,7 @@
  */
 import { slotOf } from "../keys.js";
 import type { NodeSender, NodeTarget } from "./cluster-wait.js";
-import type { IoredisLike, Listener } from "./ioredis.js";
+import type { IoredisLike, Listener } from "./ioredis-like.js";
 import type { ShardSource } from "./sharded-subscriber.js";
 import type { RedisArg } from "./types.js";
 

@@ -3,7 +3,7 @@
  * duplicate connection that subscribes and resubscribes, with a deadline on every step.
  */
 import { within } from "../deadline.js";
-import type { IoredisLike, Listener } from "./ioredis.js";
+import type { IoredisLike, Listener } from "./ioredis-like.js";
 import type { RedisSubscriber } from "./types.js";
 
 /** A SUBSCRIBE (or a SSUBSCRIBE, which ioredis never answers when it swallows a MOVED reply to it) fails after this. */

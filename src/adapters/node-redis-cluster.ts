@@ -3,7 +3,7 @@ import { slotOf } from "../keys.js";
 import { commandThenWaitOnNode, type NodeSender } from "./cluster-wait.js";
 import { keyPrefixOf, SendCommandAdapter, sendAll } from "./node-redis-commands.js";
 import { subscriberOver } from "./node-redis-subscriber.js";
-import type { NodeRedisClusterLike } from "./node-redis.js";
+import type { NodeRedisClusterLike } from "./node-redis-like.js";
 import type { AcknowledgedReply, RedisAdapter, RedisArg, RedisSubscriber, ReplicaWait } from "./types.js";
 
 /** The adapter for a node-redis cluster client. */

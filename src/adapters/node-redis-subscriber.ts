@@ -1,6 +1,6 @@
 /** The wake-up connection of a node-redis client (any kind): subscriptions, reconnect notices, and connect and close with deadlines. */
 import { within } from "../deadline.js";
-import type { Closable, Listener, MessageListener, NodeRedisClusterLike, NodeRedisLike, NodeRedisSentinelLike } from "./node-redis.js";
+import type { Closable, Listener, MessageListener, NodeRedisClusterLike, NodeRedisLike, NodeRedisSentinelLike } from "./node-redis-like.js";
 import type { RedisSubscriber } from "./types.js";
 
 /** How long the wake-up connection may take to connect (and finish its handshake) before it is given up. */

@@ -1,7 +1,7 @@
 /** What surelock needs from a Redis client. Implement it to plug in a client we do not know. */
+import type { RedisArg } from "../scripts/binding.js";
 
-/** A command argument. */
-export type RedisArg = string | number;
+export type { RedisArg };
 
 /**
  * The connection that receives wake-up announcements. Channel names are given and reported as

@@ -9,7 +9,7 @@
  */
 import type { FilterType, IDuplexStream, IKeyValue, IRangeResponse, IRequestOp, ITxnResponse, IWatchRequest, IWatchResponse } from "etcd3";
 import { driftMs, systemClock, type Clock } from "../clock.js";
-import { Interruption, widelyWatched, within } from "../deadline.js";
+import { Interruption, pause, widelyWatched, within } from "../deadline.js";
 import {
   ClosedError, ConflictError, ConnectionError, InvalidArgumentError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError,
 } from "../errors.js";
@@ -813,14 +813,8 @@ export class EtcdStore implements NamedLockStore {
 
   /** Resolves after `ms` on the store's clock; rejects when `stop` aborts first. */
   async #pause(stop: Interruption, ms: number): Promise<void> {
-    let timer: unknown;
-    try {
-      await stop.race(new Promise<void>((resolve) => {
-        timer = this.#clock.setTimeout(resolve, ms);
-      }));
-    } finally {
-      this.#clock.clearTimeout(timer);
-    }
+    await pause(this.#clock, ms, stop.signal);
+    stop.throwIfInterrupted();
   }
 
   /** Takes back a key whose acquisition failed or was given up, in the background until it is gone. */

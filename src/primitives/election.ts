@@ -7,17 +7,14 @@
  */
 import { Interruption, race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
-import { InvalidArgumentError, LockLostError, LockNotHeldError, QuorumError } from "../errors.js";
+import { InvalidArgumentError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { ExclusiveKeys } from "../keys.js";
 import type { Lease } from "../lease/lease.js";
-import { decideHold } from "../quorum/votes.js";
 import type { Engine, ElectionOps } from "../engine.js";
 import type { Runtime } from "../runtime.js";
-import { scripts } from "../scripts/index.js";
 import { checkOptions, checkSignal, checkTimeout } from "../validate.js";
-import { decideLeader, observeLeader, type Leader } from "./leader.js";
+import { leaderOf, observeLeader, type Leader } from "./leader.js";
 import { Lock } from "./lock.js";
-import { answered, votesOf } from "./node-answers.js";
 
 /** Options of `Surelock.election()`. */
 export interface ElectionOptions {
@@ -221,20 +218,12 @@ function redisElection(rt: Runtime, name: string, keys: ExclusiveKeys): Election
       const hold = lease._hold;
       const seq = (proclaims.get(lease) ?? 0) + 1;
       proclaims.set(lease, seq);
-      const answers = await race(rt.store.broadcast((command) => scripts.proclaim.call(
-        { lock: keys.lock, channel: keys.channel },
-        { hold: hold.ref.hold, token: lease.fencingToken.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: command, seq: String(seq) },
-      )), hold.lostSignal);
-      answered(name, "proclaim", answers);
-      const state = decideHold(votesOf(answers), answers.length);
+      const state = await race(rt.store.proclaim({ name, keys, hold: hold.ref.hold, token: lease.fencingToken, value, seq }), hold.lostSignal);
       if (state === "held") return;
-      if (state === undefined) {
-        throw new QuorumError(name, "proclaim", answers.map((a) => (a.ok ? { node: a.node, ok: a.value === "held" } : { node: a.node, ok: false, error: a.error })));
-      }
       throw hold.lose(state === "taken" ? "taken" : "expired", "found on proclaim");
     },
     async leader() {
-      return decideLeader(name, await rt.store.broadcast(() => scripts.readLeader.call({ lock: keys.lock }, {})));
+      return leaderOf(await rt.store.readLeader(name, keys.lock));
     },
     listen: (poke) => rt.listen(keys.channel, { message: (m) => { if (m === "e") poke(); }, missed: poke }),
   };

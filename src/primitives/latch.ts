@@ -3,17 +3,14 @@
  * count downs were made, from any processes, and `wait()` resolves then. One hash per latch with
  * a TTL that every count down renews; each count down carries an id, so a replayed one counts once.
  */
-import { Interruption, race } from "../deadline.js";
+import { Interruption, pause, race } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { ConflictError, LockTimeoutError } from "../errors.js";
 import type { LatchKeys } from "../keys.js";
 import type { LatchOps } from "../engine.js";
 import type { Runtime } from "../runtime.js";
-import { scripts, type LatchReply } from "../scripts/index.js";
-import type { NodeAnswer } from "../store/types.js";
+import type { LatchReply } from "../store/types.js";
 import { checkOptions, checkOwner, checkSignal, checkTimeout } from "../validate.js";
-import { QuorumStore } from "../quorum/quorum-store.js";
-import { answered } from "./node-answers.js";
 
 /** Options of `Surelock.latch()`. */
 export interface LatchOptions {
@@ -153,47 +150,21 @@ export class CountDownLatch {
 
   /** Resolves at the next announcement, after pollInterval, or when `stop` aborts. */
   #nextPoke(stop: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
-    const clock = this.#ops.clock;
-    return new Promise<void>((resolve) => {
-      if (stop.aborted) return resolve();
-      const done = (): void => {
-        clock.clearTimeout(timer);
-        stop.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = clock.setTimeout(done, this.#ops.pollMs, true);
-      stop.addEventListener("abort", done, { once: true });
-      setWake(done);
-    });
+    return pause(this.#ops.clock, this.#ops.pollMs, stop, setWake);
   }
 }
 
 /** A latch on Redis: one hash per latch, counted down by a script on every node, opened on its channel. */
 function redisLatch(rt: Runtime, key: string, initialCount: number, ttl: number): LatchOps {
   const keys: LatchKeys = rt.keys.latch(key);
-  /** Quorum mode: the nodes list the ids they counted, so that a read can count distinct ones. */
-  const withIds = (): { args: string[] } | undefined => (rt.store instanceof QuorumStore ? { args: ["1"] } : undefined);
-  /**
-   * What is left; a latch stored with another count is a conflict. In quorum mode a count down is
-   * an id added on the nodes it reached, and one that resolved reached a majority, which every
-   * majority of answers shares a node with: the latch is open once the answers (a majority) have
-   * `count` distinct ids between them, or a node counted them all itself (it is at 0). Two count
-   * downs acknowledged by different majorities (nodes at 1, 0, 1) open it; "a majority at 0" would not.
-   */
-  const left = (operation: string, answers: readonly NodeAnswer<LatchReply>[]): number => {
-    const replies = answered(key, operation, answers);
-    const seen = new Set<string>();
-    let least = initialCount;
-    for (const r of replies) {
-      if (r.status === "conflict") {
-        throw new ConflictError(key, `a latch of count ${r.count} is stored under this name, and this caller asked for ` +
-          `${initialCount}: every caller of one latch must agree`);
-      }
-      least = Math.min(least, r.left);
-      for (const id of r.ids) seen.add(id);
+  const latch = { name: key, keys, count: initialCount };
+  /** What is left; a latch stored with another count is a conflict. */
+  const left = (reply: LatchReply): number => {
+    if (reply.status === "conflict") {
+      throw new ConflictError(key, `a latch of count ${reply.count} is stored under this name, and this caller asked for ` +
+        `${initialCount}: every caller of one latch must agree`);
     }
-    if (answers.length === 1 || least === 0) return least;
-    return Math.max(0, initialCount - seen.size);
+    return reply.left;
   };
   return {
     clock: rt.clock,
@@ -202,15 +173,11 @@ function redisLatch(rt: Runtime, key: string, initialCount: number, ttl: number)
     assertOpen: () => rt.assertOpen(),
     newId: () => rt.ids.id(),
     async countDown(id) {
-      const answers = await rt.store.broadcast((command) => scripts.countDown.call(
-        { latch: keys.state, channel: keys.channel },
-        { id, count: initialCount, ttl, publish: command },
-        withIds(),
-      ));
-      return { left: left("countDown", answers), counted: answers.some((a) => a.ok && a.value.status === "counted") };
+      const reply = await rt.store.countDown({ ...latch, id, ttlMs: ttl });
+      return { left: left(reply), counted: reply.status === "counted" };
     },
     async read() {
-      return left("count", await rt.store.broadcast(() => scripts.readLatch.call({ latch: keys.state }, { count: initialCount }, withIds())));
+      return left(await rt.store.readLatch(latch));
     },
     listen: (poke) => rt.listen(keys.channel, { message: poke, missed: poke }),
   };

@@ -1,14 +1,11 @@
 /**
- * Who leads an election, as Redis shows it: reading it (one node, or a majority of them) and
- * watching it change. A candidate is the leader once its campaign stored its value and announced
+ * Who leads an election, as Redis shows it: reading it (one node, or what a majority of them shows:
+ * the store decides) and watching it change. A candidate is the leader once its campaign stored its value and announced
  * itself (proclaim.lua): until then its hold on the lock makes it no leader yet, only the next.
  */
-import { Interruption, race } from "../deadline.js";
-import { majorityOf } from "../quorum/votes.js";
+import { Interruption, pause, race } from "../deadline.js";
 import type { Runtime } from "../runtime.js";
-import type { LeaderReply } from "../scripts/index.js";
-import type { NodeAnswer } from "../store/types.js";
-import { answered } from "./node-answers.js";
+import type { LeaderReply } from "../store/types.js";
 
 /** The leader of an election. */
 export interface Leader {
@@ -22,28 +19,10 @@ export interface Leader {
   readonly expiresInMs: number;
 }
 
-/**
- * The leader from every node's reading: the hold that holds the lock on a majority of the nodes
- * and proclaimed itself on at least one of them (a proclaim that succeeded reached a majority,
- * and any two majorities share a node), with the value of its newest proclaim any of them shows
- * (the nodes the last successful proclaim missed still show an older one). Null when there is
- * none; QuorumError when too few nodes answered to tell.
- */
-export function decideLeader(name: string, answers: readonly NodeAnswer<LeaderReply | null>[]): Leader | null {
-  const readings = answered(name, "leader", answers);
-  const byHold = new Map<string, LeaderReply[]>();
-  for (const r of readings) {
-    if (r) byHold.set(r.hold, [...(byHold.get(r.hold) ?? []), r]);
-  }
-  const m = majorityOf(answers.length);
-  for (const group of byHold.values()) {
-    const proclaimed = group.reduce<LeaderReply | undefined>((best, r) => (r.proclaimed && (!best || r.seq > best.seq) ? r : best), undefined);
-    if (group.length < m || !proclaimed) continue;
-    // The hold lives while a majority of its nodes do: until the majority-th latest expiry.
-    const pttls = group.map((r) => r.pttlMs).sort((a, b) => b - a);
-    return { owner: proclaimed.owner, value: proclaimed.value, fencingToken: proclaimed.token, expiresInMs: Math.max(0, pttls[m - 1] ?? 0) };
-  }
-  return null;
+/** The leader a store's reading shows: its lock's holder once it proclaimed itself, else none. */
+export function leaderOf(reading: LeaderReply | null): Leader | null {
+  if (!reading?.proclaimed) return null;
+  return { owner: reading.owner, value: reading.value, fencingToken: reading.token, expiresInMs: Math.max(0, reading.pttlMs) };
 }
 
 /** Whether two readings show the same leader with the same value (or both none). */
@@ -95,18 +74,8 @@ export async function* observeLeader(o: ObserveRequest): AsyncGenerator<Leader |
       // Its lease in Redis runs out no earlier than this (Redis read its PTTL after we sent the
       // reading): look again then, and once more if it was renewed meanwhile.
       const expiresAt = current === null ? Infinity : sentAt + current.expiresInMs + 1;
-      await new Promise<void>((resolve) => {
-        if (stop.signal.aborted) return resolve();
-        const done = (): void => {
-          wake = undefined;
-          rt.clock.clearTimeout(timer);
-          stop.signal.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = expiresAt < Infinity ? rt.clock.setTimeout(done, expiresAt - rt.clock.now(), true) : undefined;
-        stop.signal.addEventListener("abort", done, { once: true });
-        wake = done;
-      });
+      await pause(rt.clock, expiresAt - rt.clock.now(), stop.signal, (done) => { wake = done; });
+      wake = undefined;
       stop.throwIfInterrupted();
     }
   } catch (error) {

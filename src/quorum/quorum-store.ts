@@ -10,15 +10,16 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { Clock } from "../clock.js";
+import { pause } from "../deadline.js";
 import { QuorumError, UnsupportedError } from "../errors.js";
-import type { ScriptCall } from "../scripts/index.js";
 import type {
-  AcquireCall, AcquireResult, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult,
-  SharedTarget, SingleTarget, Store,
+  AcquireCall, AcquireResult, CountDownRequest, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LatchReply, LatchRequest,
+  LeaderReply, LockTarget, ProclaimRequest, ReleaseResult, SharedTarget, SingleTarget, Store,
 } from "../store/types.js";
+import { answered, decideLatch, decideLeader } from "./coordination.js";
 import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
 import { NodeSubscriber } from "./node-subscriber.js";
-import { askNodes, pause, RETRIES, splitPauseMs } from "./rounds.js";
+import { askNodes, RETRIES, splitPauseMs } from "./rounds.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, outcomes, quorumOf, type AcquireDecision, type Vote } from "./votes.js";
 
 export interface QuorumNode {
@@ -203,8 +204,38 @@ export class QuorumStore implements Store {
     await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen, hold)));
   }
 
-  async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {
-    return (await Promise.all(this.#nodes.map((node) => node.store.broadcast(make)))).flat();
+  async proclaim(req: ProclaimRequest): Promise<HoldState> {
+    const votes = await this.#everyNode((store) => store.proclaim(req));
+    answered(req.name, "proclaim", votes, this.#names);
+    const state = decideHold(votes, this.#nodes.length);
+    if (state) return state;
+    throw new QuorumError(req.name, "proclaim", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
+  }
+
+  async readLeader(name: string, lock: string): Promise<LeaderReply | null> {
+    const votes = await this.#everyNode((store) => store.readLeader(name, lock));
+    return decideLeader(answered(name, "leader", votes, this.#names), this.#nodes.length);
+  }
+
+  async countDown(req: CountDownRequest): Promise<LatchReply> {
+    const votes = await this.#everyNode((store) => store.countDown(req));
+    return decideLatch(req.count, answered(req.name, "countDown", votes, this.#names));
+  }
+
+  async readLatch(req: LatchRequest): Promise<LatchReply> {
+    const votes = await this.#everyNode((store) => store.readLatch(req));
+    return decideLatch(req.count, answered(req.name, "count", votes, this.#names));
+  }
+
+  /** Every node's answer (each call bounded by its node's command timeout), as votes in node order. */
+  #everyNode<T>(op: (store: Store) => Promise<T>): Promise<Vote<T>[]> {
+    return Promise.all(this.#nodes.map(async (node, i): Promise<Vote<T>> => {
+      try {
+        return { node: i, ok: true, value: await op(node.store) };
+      } catch (error) {
+        return { node: i, ok: false, error: error instanceof Error ? error : new Error(String(error)) };
+      }
+    }));
   }
 
   subscribers(): Promise<RedisSubscriber>[] {

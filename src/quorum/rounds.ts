@@ -4,6 +4,7 @@
  * asking a node again is safe.
  */
 import type { Clock } from "../clock.js";
+import { pause } from "../deadline.js";
 import { fanOut, type Vote } from "./votes.js";
 
 /**
@@ -21,19 +22,6 @@ export const QUORUM_ROUNDS = RETRIES + 1;
  * again, so they do not collide again; the pause scales with the attempt's round trip.
  */
 export const splitPauseMs = (attemptMs: number): number => Math.random() * Math.max(20, 3 * attemptMs);
-
-/** Waits `ms`, or less if `stop` aborts meanwhile (it resolves either way, and leaves no listener). */
-export function pause(clock: Clock, ms: number, stop?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = (): void => {
-      clock.clearTimeout(timer);
-      stop?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = clock.setTimeout(done, ms, true);
-    stop?.addEventListener("abort", done, { once: true });
-  });
-}
 
 /**
  * Runs `op` on each of `n` nodes and returns the votes as soon as they decide (the slower nodes'

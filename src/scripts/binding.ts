@@ -2,8 +2,10 @@
  * How a script is bound: its source and SHA from src/scripts/lua.generated.ts, KEYS and ARGV taken
  * as records of the names its header declares, and the parser its reply goes through.
  */
-import type { RedisArg } from "../adapters/types.js";
 import type { LUA } from "./lua.generated.js";
+
+/** A command argument (a script's KEYS are strings; its ARGV strings or numbers). */
+export type RedisArg = string | number;
 
 /** One generated script source: name, SHA, Lua and the KEYS and ARGV names of its header. */
 export type Source = (typeof LUA)[keyof typeof LUA];

@@ -6,12 +6,12 @@
 import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
-import { scripts, type AcquireReply, type Grant, type HoldState, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
+import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply } from "../scripts/index.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
 import { acquireMultiCall, combineStates, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
 import type {
-  AcquireCall, AcquireResult, HoldRef, KeepaliveItem, KeepaliveResult, LockTarget, NodeAnswer, ReleaseResult, SharedTarget, SingleTarget,
-  Store,
+  AcquireCall, AcquireResult, CountDownRequest, HoldRef, KeepaliveItem, KeepaliveResult, LatchRequest, LockTarget, ProclaimRequest, ReleaseResult,
+  SharedTarget, SingleTarget, Store,
 } from "./types.js";
 
 export interface SingleStoreOptions {
@@ -23,6 +23,8 @@ export interface SingleStoreOptions {
   readonly grants: boolean;
   /** Quorum mode: a mutex's waiters stand in a line ordered by `Ask.order` (lib/queue.lua). */
   readonly ordered?: boolean;
+  /** Quorum mode: a latch lists the ids it counted, so that a read over nodes counts distinct ones. */
+  readonly countsIds?: boolean;
 }
 
 export class SingleStore implements Store {
@@ -170,12 +172,34 @@ export class SingleStore implements Store {
     await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs, kind: exclusive ? "x" : "s", hold }));
   }
 
-  async broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]> {
-    try {
-      return [{ node: this.name, ok: true, value: await this.endpoint.run(make(this.endpoint.publish)) }];
-    } catch (error) {
-      return [{ node: this.name, ok: false, error: error instanceof Error ? error : new Error(String(error)) }];
-    }
+  proclaim(req: ProclaimRequest): Promise<HoldState> {
+    return this.endpoint.run(scripts.proclaim.call(
+      { lock: req.keys.lock, channel: req.keys.channel },
+      {
+        hold: req.hold, token: req.token.toString(), value: req.value ?? "", has: req.value === null ? "0" : "1",
+        publish: this.endpoint.publish, seq: String(req.seq),
+      },
+    ));
+  }
+
+  readLeader(_name: string, lock: string): Promise<LeaderReply | null> {
+    return this.endpoint.run(scripts.readLeader.call({ lock }, {}));
+  }
+
+  countDown(req: CountDownRequest): Promise<LatchReply> {
+    return this.endpoint.run(scripts.countDown.call(
+      { latch: req.keys.state, channel: req.keys.channel },
+      { id: req.id, count: req.count, ttl: req.ttlMs, publish: this.endpoint.publish },
+      this.#latchIds(),
+    ));
+  }
+
+  readLatch(req: LatchRequest): Promise<LatchReply> {
+    return this.endpoint.run(scripts.readLatch.call({ latch: req.keys.state }, { count: req.count }, this.#latchIds()));
+  }
+
+  #latchIds(): { args: string[] } | undefined {
+    return this.#o.countsIds ? { args: ["1"] } : undefined;
   }
 
   subscribers(): Promise<RedisSubscriber>[] {

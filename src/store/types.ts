@@ -5,7 +5,9 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { ExclusiveKeys, MultiKeys, SharedKeys } from "../keys.js";
-import type { Grant, HoldState, ScriptCall, TicketState } from "../scripts/index.js";
+import type { Grant, HoldState, LatchReply, LeaderReply, TicketState } from "../scripts/index.js";
+
+export type { LatchReply, LeaderReply };
 
 export type { Grant, HoldState, TicketState } from "../scripts/index.js";
 
@@ -97,10 +99,35 @@ export type KeepaliveItem =
 
 export type KeepaliveResult = HoldState | TicketState;
 
-/** One node's answer to a broadcast script: its reply, or why there is none. */
-export type NodeAnswer<R> =
-  | { readonly node: string; readonly ok: true; readonly value: R }
-  | { readonly node: string; readonly ok: false; readonly error: Error };
+/** A leader's proclaim: the value it stores beside its hold on the election's lock, and announces. */
+export interface ProclaimRequest {
+  /** The election's name, for errors. */
+  readonly name: string;
+  readonly keys: { readonly lock: string; readonly channel: string };
+  readonly hold: string;
+  /** The leader's fencing token (its lease's). */
+  readonly token: bigint;
+  /** null: the leader stands for no value. */
+  readonly value: string | null;
+  /** Which of the leadership's proclaims this is (1, 2, ...): a node keeps the newest it was sent. */
+  readonly seq: number;
+}
+
+/** A latch, as every caller of it names it. */
+export interface LatchRequest {
+  /** The latch's name, for errors. */
+  readonly name: string;
+  readonly keys: { readonly state: string; readonly channel: string };
+  /** The count it was created with: a latch stored with another count is a conflict. */
+  readonly count: number;
+}
+
+/** One count down, under an id of its own (a replay counts once). */
+export interface CountDownRequest extends LatchRequest {
+  readonly id: string;
+  /** How long the latch lives after its creation, ms. */
+  readonly ttlMs: number;
+}
 
 export interface Store {
   readonly name: string;
@@ -131,11 +158,20 @@ export interface Store {
   /** Quorum mode: raises a node's counter to the token a majority chose for `hold`, and records it beside the hold. */
   raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void>;
   /**
-   * Runs a script outside the lock protocol (an election's value, a latch) on every node at once:
-   * each node's answer, in node order (one in single-node mode). The caller decides what a
-   * majority means for it. `make` gets the node's publish command (SPUBLISH in a Cluster).
+   * Stores an election leader's value beside its hold and announces it; the hold's state as the
+   * store shows it. Quorum mode: the state a majority agrees on, or QuorumError.
    */
-  broadcast<R>(make: (publish: "PUBLISH" | "SPUBLISH") => ScriptCall<R>): Promise<NodeAnswer<R>[]>;
+  proclaim(req: ProclaimRequest): Promise<HoldState>;
+  /**
+   * Who holds an election's lock and what it proclaimed, or null. Quorum mode: the hold a majority
+   * of nodes shows, with the newest value any of them shows and the life a majority still gives
+   * it; null when none does; QuorumError when too few nodes answered to tell.
+   */
+  readLeader(name: string, lock: string): Promise<LeaderReply | null>;
+  /** Counts one id down on a latch: what is left (quorum mode: over the distinct ids a majority counted). */
+  countDown(req: CountDownRequest): Promise<LatchReply>;
+  /** What is left of a latch, as countDown reckons it. */
+  readLatch(req: LatchRequest): Promise<LatchReply>;
   /** The connections that receive wake-ups (one per node). */
   subscribers(): Promise<RedisSubscriber>[];
   /**

@@ -13,6 +13,7 @@
  */
 import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
+import { boundedBy } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { inboxOf } from "../keys.js";
 import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from "../errors.js";
@@ -74,11 +75,6 @@ export class WaitingRoom implements WakeupHandler {
   /** Set once: the subscriptions deliver to this room. */
   listen(wakeups: Wakeups): void {
     this.#wakeups = wakeups;
-  }
-
-  /** Number of waiting acquires (for tests and diagnostics). */
-  get size(): number {
-    return this.#waiters.size;
   }
 
   /** One attempt with no waiting and no ticket (re-entries, joins), bounded by `signal` and close(). */
@@ -154,10 +150,7 @@ export class WaitingRoom implements WakeupHandler {
         subscription = s;
         // A subscription that takes long (a node down, an adapter that never confirms) only costs
         // latency: the ticket's refresh reports a grant all the same. So the wait for it is bounded.
-        let timer: unknown;
-        const periodMs = waiter.periodMs;
-        const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, periodMs, true); });
-        await stop.race(Promise.race([s.ready, bound])).finally(() => this.#clock.clearTimeout(timer));
+        await stop.race(boundedBy(this.#clock, waiter.periodMs, s.ready));
       }
       // Ask once more if we were not listening yet: a grant made before the subscription took went unheard.
       let attemptNow = !listened;

@@ -7,6 +7,7 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { Clock } from "../clock.js";
+import { boundedBy } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 
 /** How long the wake-up connections stay open after the last waiter left. */
@@ -41,11 +42,6 @@ export class Wakeups {
     this.#handler = handler;
     this.#clock = clock;
     this.#closeMs = closeMs;
-  }
-
-  /** Number of channels subscribed (for tests and diagnostics). */
-  get size(): number {
-    return this.#channels.size;
   }
 
   /** Whether this process listens to `channel` now (subscribed and confirmed). */
@@ -101,10 +97,7 @@ export class Wakeups {
     this.#closed = true;
     this.#clock.clearTimeout(this.#idleTimer);
     this.#channels.clear();
-    let timer: unknown;
-    const bound = new Promise<void>((resolve) => { timer = this.#clock.setTimeout(resolve, this.#closeMs, true); });
-    await Promise.race([this.#disconnect(), bound]);
-    this.#clock.clearTimeout(timer);
+    await boundedBy(this.#clock, this.#closeMs, this.#disconnect());
   }
 
   async #disconnect(): Promise<void> {

@@ -8,7 +8,7 @@ import { aborted, assertEveryKeyExpires, eventually, quietFor, startsWaiting, wi
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { IoredisAdapter } from "../../src/adapters/ioredis.js";
 import type { RedisSubscriber } from "../../src/adapters/types.js";
-import { startRespProxy } from "../harness/resp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 
 interface ClientKind {
   name: string;
@@ -64,7 +64,7 @@ describe("an ioredis wake-up connection that is not ready yet", () => {
   after(() => server.stop());
 
   it("lets any number of subscribes wait for it without a MaxListenersExceededWarning (issue 24)", async () => {
-    const proxy = await startRespProxy(server, "p");
+    const proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const client = new Redis({ host: proxy.host, port: proxy.port });
     client.on("error", () => {});
     const warnings: Error[] = [];

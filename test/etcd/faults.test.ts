@@ -46,7 +46,7 @@ describe("etcd store: faults on a 3-member cluster", () => {
       assert.ok(next.h.ref.token > held.ref.token);
       await within(5_000, other.release(next.h.ref, next.h.ref.hold), "the release");
     } finally {
-      world.cluster.members[0]!.proxy.pass();
+      world.cluster.members[0]!.proxy.heal("drop");
     }
   });
 
@@ -58,7 +58,7 @@ describe("etcd store: faults on a 3-member cluster", () => {
       await within(8_000, assert.rejects(s.acquire(fresh(uid("down/"), { timeoutMs: 60_000 })), ConnectionError), "the acquire");
       assert.ok(performance.now() - started < 4_000, `bounded (${(performance.now() - started).toFixed(0)} ms)`);
     } finally {
-      for (const m of world.cluster.members) m.proxy.pass();
+      for (const m of world.cluster.members) m.proxy.heal("drop");
     }
   });
 
@@ -74,7 +74,7 @@ describe("etcd store: faults on a 3-member cluster", () => {
     try {
       await within(10_000, assert.rejects(waiting, (e: unknown) => e instanceof LockLostError && e.reason === "expired"), "the waiter's failure");
     } finally {
-      world.cluster.members[0]!.proxy.pass();
+      world.cluster.members[0]!.proxy.heal("drop");
     }
     await within(5_000, holder.release(h.ref, h.ref.hold), "the release");
   });
@@ -232,7 +232,7 @@ describe("etcd store: faults on a 3-member cluster", () => {
       assert.ok(got.ref.token > h.ref.token);
       await within(5_000, waiter.release(got.ref, got.ref.hold), "the waiter's release").catch(() => undefined);
     } finally {
-      world.cluster.members[0]!.proxy.pass();
+      world.cluster.members[0]!.proxy.heal("drop");
     }
   });
 

@@ -176,8 +176,8 @@ export async function runTorture(o: TortureOptions): Promise<TortureResult> {
             await sleep(1_000 + random() * 4_000);
           } finally {
             member.partition(false);
-            member.proxy.pass();
-            for (const line of lines) line.proxies[m]!.pass();
+            member.proxy.heal("drop");
+            for (const line of lines) line.proxies[m]!.heal("drop");
           }
           log(`nemesis: m${m} healed`);
         } else {

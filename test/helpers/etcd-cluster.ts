@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePorts } from "./redis-topology.js";
-import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
 import { assertSlowTier } from "./tier.js";
 
 const HOST = "127.0.0.1";
@@ -26,7 +26,7 @@ export interface EtcdMember {
   readonly clientPort: number;
   readonly peerPort: number;
   /** The switchboard's line to this member: what clients connect to. */
-  readonly proxy: TcpProxy;
+  readonly proxy: FaultProxy;
   /** `host:port` through the switchboard. */
   readonly endpoint: string;
   readonly pid: number;
@@ -49,7 +49,7 @@ export interface EtcdMember {
 /** A private line to every member (proxies of its own): one client's faults, others untouched. */
 export interface EtcdLine {
   readonly hosts: string[];
-  readonly proxies: readonly TcpProxy[];
+  readonly proxies: readonly FaultProxy[];
   /** Cuts (or restores) this line to every member: a client whose keep-alives stall. */
   cut(on: boolean): void;
 }
@@ -92,9 +92,9 @@ class Member implements EtcdMember {
     readonly name: string,
     readonly clientPort: number,
     readonly peerPort: number,
-    readonly proxy: TcpProxy,
+    readonly proxy: FaultProxy,
     /** The line in front of the peer port, when peers go through one: what the others dial. */
-    readonly peerProxy: TcpProxy | undefined,
+    readonly peerProxy: FaultProxy | undefined,
     readonly dir: string,
     readonly initialCluster: string,
     readonly heartbeatMs: number,
@@ -201,8 +201,7 @@ class Member implements EtcdMember {
       line.blackhole();
     } else {
       // A stream that lost bytes in the partition would stay corrupt: reset them, peers redial.
-      line.dropAll();
-      line.pass();
+      line.heal("reset");
     }
   }
 
@@ -223,17 +222,17 @@ export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<Etcd
   const size = o.size ?? 3;
   const heartbeatMs = o.heartbeatMs ?? 50;
   const ports = await freePorts(size * 2);
-  const peerProxies = o.peerLines ? await Promise.all(ports.slice(size).map((port) => startProxy({ host: HOST, port }))) : [];
+  const peerProxies = o.peerLines ? await Promise.all(ports.slice(size).map((port) => startFaultProxy({ host: HOST, port }))) : [];
   const shm = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
   const root = mkdtempSync(path.join(shm, "surelock-etcd-"));
   const names = Array.from({ length: size }, (_, i) => `m${i}`);
   const initialCluster = names.map((n, i) => `${n}=http://${HOST}:${peerProxies[i]?.port ?? ports[size + i]}`).join(",");
   const members: Member[] = [];
   for (let i = 0; i < size; i++) {
-    const proxy = await startProxy({ host: HOST, port: ports[i]! });
+    const proxy = await startFaultProxy({ host: HOST, port: ports[i]! });
     members.push(new Member(names[i]!, ports[i]!, ports[size + i]!, proxy, peerProxies[i], path.join(root, names[i]!), initialCluster, heartbeatMs));
   }
-  const lines: TcpProxy[] = [];
+  const lines: FaultProxy[] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(members.map((m) => m.kill()));
     await Promise.all([...members.map((m) => m.proxy.close()), ...peerProxies.map((p) => p.close()), ...lines.map((p) => p.close())]);
@@ -250,13 +249,13 @@ export async function startEtcdCluster(o: EtcdClusterOptions = {}): Promise<Etcd
     members,
     hosts: members.map((m) => m.endpoint),
     async line() {
-      const proxies = await Promise.all(members.map((m) => startProxy({ host: HOST, port: m.clientPort })));
+      const proxies = await Promise.all(members.map((m) => startFaultProxy({ host: HOST, port: m.clientPort })));
       lines.push(...proxies);
       return {
         hosts: proxies.map((p) => `${HOST}:${p.port}`),
         proxies,
         cut(on) {
-          for (const p of proxies) if (on) p.blackhole(); else p.pass();
+          for (const p of proxies) if (on) p.blackhole(); else p.heal("drop");
         },
       };
     },

@@ -1,11 +1,10 @@
 // Tests of the test helpers themselves, against real redis-server processes.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import {
   parentDeathSignalSupported,
   startCluster,
@@ -15,7 +14,6 @@ import {
   stopAll,
   type RedisServer,
 } from './redis-topology.js';
-import { startProxy, type TcpProxy } from './tcp-proxy.js';
 import { within } from "./fixtures.js";
 
 after(stopAll);
@@ -32,7 +30,6 @@ async function settlesWithin(ms: number, p: Promise<unknown>): Promise<boolean> 
 }
 
 /** Only to prove that something did NOT happen within a window. */
-const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until `check` is truthy; for state that has no event to wait on. */
 async function eventually(ms: number, what: string, check: () => Promise<boolean> | boolean): Promise<void> {
@@ -62,45 +59,6 @@ function isGone(pid: number): boolean {
     return true;
   }
 }
-
-/** A raw TCP client that exposes received bytes and lifecycle as promises. */
-function rawClient(port: number) {
-  const socket = net.connect({ host: '127.0.0.1', port });
-  let received = '';
-  let closed = false;
-  const waiters: Array<() => void> = [];
-  socket.on('data', (c: Buffer) => {
-    received += c.toString();
-    for (const w of waiters.splice(0)) w();
-  });
-  socket.on('close', () => (closed = true));
-  const ended = new Promise<string>((resolve) => {
-    socket.on('end', () => resolve('end'));
-    socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
-    socket.on('close', () => resolve('close'));
-  });
-  return {
-    socket,
-    connected: new Promise<void>((r) => socket.once('connect', () => r())),
-    ended,
-    /** Bytes received and not yet consumed by receive(), and whether the socket closed. */
-    state: () => ({ received, closed }),
-    /** Resolves once the received text contains `text`, then consumes it. */
-    receive(text: string): Promise<void> {
-      return new Promise((resolve) => {
-        const check = () => {
-          const i = received.indexOf(text);
-          if (i === -1) return void waiters.push(check);
-          received = received.slice(i + text.length);
-          resolve();
-        };
-        check();
-      });
-    },
-  };
-}
-
-const PING = '*1\r\n$4\r\nPING\r\n';
 
 void describe('standalone server', () => {
   let server: RedisServer | undefined;
@@ -195,106 +153,6 @@ void describe('standalone server', () => {
 
   void it('servers die when the test process is SIGKILLed', { skip: !parentDeathSignalSupported() && 'setpriv --pdeathsig unavailable' }, () =>
     orphanTest(true));
-});
-
-void describe('tcp proxy', () => {
-  let server: RedisServer;
-  let proxy: TcpProxy;
-  const clients: Redis[] = [];
-  const ioredis = (extra: RedisOptions = {}) => {
-    const c = new Redis({
-      host: '127.0.0.1',
-      port: proxy.port,
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      commandTimeout: 300,
-      retryStrategy: () => 50,
-      ...extra,
-    });
-    c.on('error', () => {}); // expected ECONNRESETs are asserted via events
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    server = await startStandalone();
-    proxy = await startProxy(server);
-  });
-  after(async () => {
-    for (const c of clients) c.disconnect();
-    await proxy?.close();
-    await server?.stop();
-  });
-
-  void it('pass forwards traffic both ways', async () => {
-    assert.equal(proxy.mode(), 'pass');
-    const c = ioredis();
-    await c.connect();
-    assert.equal(await c.set('through-proxy', '1'), 'OK');
-    assert.equal(await server.command('GET', 'through-proxy'), '1');
-    assert.equal(proxy.connectionCount(), 1);
-    c.disconnect();
-    await eventually(2000, 'connection count to drop', () => proxy.connectionCount() === 0);
-  });
-
-  void it('blackhole holds connections silently; pass heals them', async () => {
-    const raw = rawClient(proxy.port);
-    await within(2000, raw.connected, 'connect');
-    raw.socket.write(PING);
-    await within(2000, raw.receive('+PONG\r\n'), 'PONG in pass mode');
-
-    proxy.blackhole();
-    assert.equal(proxy.mode(), 'blackhole');
-    raw.socket.write(PING);
-    // Nothing comes back and the connection is neither closed nor reset.
-    await delay(300);
-    assert.deepEqual(raw.state(), { received: '', closed: false });
-
-    // New connections are still accepted and held; commands just time out.
-    // No ready check: its INFO would never be answered.
-    const c = ioredis({ enableReadyCheck: false });
-    await within(2000, c.connect(), 'ioredis connect while blackholed');
-    assert.equal(proxy.connectionCount(), 2);
-    await assert.rejects(c.ping(), /timed out|Command timed out/);
-
-    proxy.pass();
-    raw.socket.write(PING);
-    await within(2000, raw.receive('+PONG\r\n'), 'PONG after healing');
-    raw.socket.destroy();
-    c.disconnect();
-  });
-
-  void it('pause buffers and resume flushes', async () => {
-    const raw = rawClient(proxy.port);
-    await within(2000, raw.connected, 'connect');
-    proxy.pause();
-    assert.equal(proxy.mode(), 'paused');
-    raw.socket.write(PING);
-    await delay(200);
-    assert.deepEqual(raw.state(), { received: '', closed: false });
-    proxy.resume();
-    assert.equal(proxy.mode(), 'pass');
-    await within(2000, raw.receive('+PONG\r\n'), 'buffered PING answered');
-    raw.socket.destroy();
-  });
-
-  void it('dropAll resets every connection and clients can reconnect', async () => {
-    const raw = rawClient(proxy.port);
-    const c = ioredis();
-    await c.connect();
-    await within(2000, raw.connected, 'raw connect');
-    await eventually(2000, 'both connections registered', () => proxy.connectionCount() === 2);
-
-    const closed = new Promise<void>((r) => c.once('close', () => r()));
-    proxy.dropAll();
-    assert.equal(await within(2000, raw.ended, 'raw socket reset'), 'ECONNRESET');
-    await within(2000, closed, 'ioredis close event');
-
-    await within(5000, new Promise<void>((r) => c.once('ready', () => r())), 'ioredis reconnect');
-    assert.equal(await c.ping(), 'PONG');
-    c.disconnect();
-  });
 });
 
 void describe('startPrimaries', () => {

@@ -4,7 +4,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { LockLostError, type LostMessage } from "../../src/index.js";
 import { aborted, assertEveryKeyExpires, Harness, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { runFixture } from "../fixtures/processes.js";
 
 describe("a lost lease is announced on its signal", () => {
@@ -100,7 +100,7 @@ describe("a lost lease is announced on its signal", () => {
 
   it("the connection blackholed by a proxy: the signal aborts before the key's TTL can run out", async () => {
     const ttl = 1_000;
-    const proxy = await startProxy(server);
+    const proxy = await startFaultProxy(server);
     h.onCleanup(() => proxy.close());
     const locks = h.locks({ ttl, commandTimeout: 5_000 }, proxy);
     const sentBefore = performance.now();
@@ -119,7 +119,7 @@ describe("a lost lease is announced on its signal", () => {
     assert.equal(reason.reason, "unreachable");
     // The server still has the key for the rest of its TTL: nobody else got it early.
     assert.ok(Number(await server.command("PTTL", "surelock:{blackholed}:lock")) > 0);
-    proxy.pass();
+    proxy.heal("drop");
   });
 
   it("withLock rejects with LockLostError when the lease was lost while the work ran, even though the work resolved", async () => {

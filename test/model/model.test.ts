@@ -74,5 +74,13 @@ describe("protocol model (spin)", { timeout: 900_000 }, () => {
     for (const name of ["new/clock-beyond-drift", "new/commands-out-of-order"]) {
       assert.equal(byName.get(name)?.outcome, "fails", name);
     }
+    // Multi-key holds (issue 24): with validity the shortest key's PTTL, no two clients believe
+    // they hold one key through different holds, joins by owner included; with the first key's
+    // PTTL a joiner believes past the other key's expiry.
+    for (const name of ["multi-key/join-by-owner", "multi-key/multi-renewals", "multi-key/releases"]) {
+      assert.equal(byName.get(name)?.outcome, "holds", name);
+    }
+    assert.equal(byName.get("multi-key-old/first-key-pttl")?.property, "exclusion");
+    assert.equal(byName.get("multi-key-old/first-key-pttl")?.outcome, "fails");
   });
 });

@@ -7,18 +7,18 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { Surelock } from "../../src/index.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
-import { namesOf } from "../harness/script-catalog.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { namesOf } from "../helpers/script-catalog.js";
 import { assertEveryKeyExpires, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("multiLock replayed through the fault proxy", () => {
   let server: RedisServer;
-  let proxy: RespProxy;
+  let proxy: FaultProxy;
   const closers: (() => Promise<unknown> | void)[] = [];
   before(async () => {
     server = await startStandalone();
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
   });
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
@@ -46,7 +46,7 @@ describe("multiLock replayed through the fault proxy", () => {
 
   it("a replayed acquire counts one entry on every key", async () => {
     const locks = through();
-    const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const cut = proxy.cutReply({ scripts: namesOf("acquire-like") }, 5_000);
     const lease = await within(5_000, locks.multiLock(["ra", "rb"]).acquire());
     assert.equal((await cut)?.script, "acquire-multi");
     assert.deepEqual([await entries("ra"), await entries("rb")], ["1", "1"]);
@@ -59,13 +59,13 @@ describe("multiLock replayed through the fault proxy", () => {
     await locks.multiLock(["rc", "rd"]).withLock(async () => {
       const inner = await locks.multiLock(["rd", "rc"]).acquire();
       assert.equal(await entries("rc"), "2");
-      const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+      const cut = proxy.cutReply({ scripts: namesOf("release-like") }, 5_000);
       await within(5_000, inner.release());
       assert.equal((await cut)?.script, "release-multi");
       assert.deepEqual([await entries("rc"), await entries("rd")], ["1", "1"], "the outer entry still holds both keys");
     });
     const lease = await locks.multiLock(["rc", "rd"]).acquire();
-    const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+    const cut = proxy.cutReply({ scripts: namesOf("release-like") }, 5_000);
     await within(5_000, lease.release());
     assert.ok(await cut);
     assert.equal(lease.signal.aborted, false);

@@ -3,7 +3,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { ConnectionError, LockLostError, LockNotHeldError } from "../../src/index.js";
 import { assertEveryKeyExpires, commandCalls, Harness, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { runFixture } from "../fixtures/processes.js";
 
 describe("mutex under failure", () => {
@@ -67,11 +67,11 @@ describe("mutex under failure", () => {
   });
 
   it("no lock is left without a TTL when connections drop in the middle of acquires", async () => {
-    const proxy = await startProxy(server);
+    const proxy = await startFaultProxy(server);
     h.onCleanup(() => proxy.close());
     const locks = h.locks({ commandTimeout: 300 }, proxy);
     const attempts = Array.from({ length: 200 }, (_, i) => locks.mutex(`drop:${i % 20}`).tryAcquire().then((l) => l?.release()).catch(() => {}));
-    setImmediate(() => proxy.dropAll());
+    setImmediate(() => proxy.resetAll());
     await Promise.all(attempts);
     await assertEveryKeyExpires(server);
   });
@@ -92,7 +92,7 @@ describe("mutex under failure", () => {
   });
 
   it("Redis unreachable: acquire rejects with ConnectionError within the command timeout, not a hang", async () => {
-    const proxy = await startProxy(server);
+    const proxy = await startFaultProxy(server);
     h.onCleanup(() => proxy.close());
     const locks = h.locks({ commandTimeout: 500 }, proxy);
     await (await locks.mutex("warm").acquire()).release();
@@ -100,7 +100,7 @@ describe("mutex under failure", () => {
     const error = await within(3_000, locks.mutex("down").acquire().then(() => null, (e: unknown) => e));
     assert.ok(error instanceof ConnectionError, String(error));
     assert.equal((error as ConnectionError).code, "ERR_SURELOCK_CONNECTION");
-    proxy.pass();
+    proxy.heal("drop");
   });
 
   it("Redis not listening at all: tryAcquire rejects with ConnectionError in bounded time", async () => {

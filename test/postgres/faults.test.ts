@@ -4,7 +4,7 @@ import pg from "pg";
 import { ConnectionError, InvalidArgumentError, SchemaError, UnsupportedError } from "../../src/errors.js";
 import { PostgresStore } from "../../src/postgres/store.js";
 import { freePorts } from "../helpers/redis-topology.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { fresh, postgresSuite } from "./support.js";
 
 const mutex = (name: string, hold: string, ttlMs = 5_000) => ({ names: [name], hold, owner: hold, mode: "x" as const, ttlMs, reentry: { kind: "fresh" as const } });
@@ -55,7 +55,7 @@ describe("PostgreSQL store: bad input and failures", () => {
     assert.ok((r.error as Error).cause !== undefined, "the client's error is the cause");
 
     // A partition: the connection never completes, and the pool would wait forever (no connectionTimeoutMillis).
-    const proxy = await startProxy({ host: "127.0.0.1", port: ctx.server.port });
+    const proxy = await startFaultProxy({ host: "127.0.0.1", port: ctx.server.port });
     try {
       proxy.blackhole();
       const s2 = ctx.store({ callTimeoutMs: 500 }, ctx.pool({ host: "127.0.0.1", port: proxy.port }));
@@ -114,12 +114,12 @@ describe("PostgreSQL store: bad input and failures", () => {
   });
 
   it("a lost reply to an acquire is resolved by reading our own row: one hold, one token", async () => {
-    const proxy = await startProxy({ host: "127.0.0.1", port: ctx.server.port });
+    const proxy = await startFaultProxy({ host: "127.0.0.1", port: ctx.server.port });
     try {
       const s = ctx.store({}, ctx.pool({ host: "127.0.0.1", port: proxy.port }));
       await s.ready();
       const name = fresh();
-      const lost = proxy.loseReplyTo("lost-reply-hold");
+      const lost = proxy.cutReply({ text: "lost-reply-hold" });
       const r = await s.acquire(mutex(name, "lost-reply-hold"));
       await lost;
       assert.ok(r.status === "founded" && r.token === 1n, JSON.stringify(r, (_, v: unknown) => (typeof v === "bigint" ? `${v}` : v)));

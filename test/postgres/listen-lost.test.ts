@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Surelock } from "../../src/index.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { within } from "../helpers/fixtures.js";
 import { fresh, postgresSuite, sleep } from "./support.js";
 
@@ -25,13 +25,13 @@ describe("PostgreSQL wake-ups: the LISTEN's connection lost", () => {
     const onUnhandled = (e: unknown): void => void unhandled.push(e);
     process.on("unhandledRejection", onUnhandled);
     const name = fresh("listen");
-    const proxy = await startProxy({ host: ctx.server.host, port: ctx.server.port });
+    const proxy = await startFaultProxy({ host: ctx.server.host, port: ctx.server.port });
     const a = new Surelock({ postgres: ctx.pool(), ttl: 2_000 });
     const b = new Surelock({ postgres: ctx.pool({ host: proxy.host, port: proxy.port }), ttl: 2_000, commandTimeout: 1_000, pollInterval: 200 });
     try {
       const held = await within(10_000, a.mutex(name).acquire(), "a's acquire");
       // b's first wait opens its wake-up connection; the LISTEN runs and its reply is lost with the connection.
-      const lost = proxy.loseReplyTo("LISTEN");
+      const lost = proxy.cutReply({ text: "LISTEN" });
       const waiting = b.mutex(name).acquire({ timeout: 20_000 });
       // Should the test end early (its failure), the wait ends at close() with ClosedError: handled here.
       waiting.catch(() => {});

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ConnectionError, Surelock } from "../../src/index.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { within } from "../helpers/fixtures.js";
 import { fresh, postgresSuite, sleep } from "./support.js";
 
@@ -22,7 +22,7 @@ describe("PostgreSQL waiting room: a waiter that is gone", () => {
     timeout: 60_000,
   }, async () => {
     const name = fresh("lapse");
-    const proxy = await startProxy({ host: ctx.server.host, port: ctx.server.port });
+    const proxy = await startFaultProxy({ host: ctx.server.host, port: ctx.server.port });
     const a = new Surelock({ postgres: ctx.pool(), ttl: TTL, pollInterval: 200 });
     const b = new Surelock({ postgres: ctx.pool({ host: proxy.host, port: proxy.port, connectionTimeoutMillis: 500 }), ttl: TTL, commandTimeout: 500, pollInterval: 200 });
     const c = new Surelock({ postgres: ctx.pool(), ttl: TTL, pollInterval: 200 });
@@ -48,7 +48,7 @@ describe("PostgreSQL waiting room: a waiter that is gone", () => {
       // Redis's bound is the ticket lease (the ttl here, 1 s) plus a poll; 5 s leaves room for a loaded machine.
       assert.ok(waited < 5_000, `c waited ${waited.toFixed(0)} ms behind a waiter that was gone (the lock's ttl is ${TTL} ms)`);
     } finally {
-      proxy.pass();
+      proxy.heal("drop");
       await Promise.all([a.close(), b.close(), c.close()]);
       await proxy.close();
     }

@@ -29,7 +29,7 @@ import type { FaultKind, HistoryEvent, Unstamped } from "../torture/history.js";
 import type { FromWorker } from "../torture/ipc.js";
 import { deriveSeed, Rng } from "../torture/prng.js";
 import { startPostgres, type PostgresServer } from "../helpers/postgres-server.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import type { PgToWorker, PgWorkerConfig } from "./torture-worker.js";
 import { parseArgs } from "node:util";
 
@@ -91,7 +91,7 @@ async function bounded<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
 interface Worker {
   readonly index: number;
   readonly child: ChildProcess;
-  readonly proxy: TcpProxy;
+  readonly proxy: FaultProxy;
   done: Promise<void>;
 }
 
@@ -115,7 +115,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
   try {
     await server.query("CREATE TABLE torture_log (seq bigserial PRIMARY KEY, resource text NOT NULL, write_id text NOT NULL, token bigint NOT NULL)");
     for (let i = 0; i < workers; i++) {
-      const proxy = await startProxy({ host: server.host, port: server.port });
+      const proxy = await startFaultProxy({ host: server.host, port: server.port });
       const child = fork(WORKER_FILE, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
       let ready!: () => void;
       const isReady = new Promise<void>((r) => { ready = r; });
@@ -168,8 +168,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
         w.proxy.blackhole();
         await sleep(ms);
         // A stream that lost bytes is corrupt: the partition ends with its connections reset.
-        w.proxy.dropAll();
-        w.proxy.pass();
+        w.proxy.heal("reset");
         fault("blackhole", "end", `worker${w.index}`, { heal: "reset" });
       } else if (kind === "restart") {
         const ms = rng.int(200, TTL);

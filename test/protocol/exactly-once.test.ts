@@ -8,15 +8,15 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { ConnectionError, LockLostError, Surelock } from "../../src/index.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
-import { namesOf } from "../harness/script-catalog.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { namesOf } from "../helpers/script-catalog.js";
 import { scripts } from "../../src/scripts/index.js";
 import { assertEveryKeyExpires, eventually, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("the exactly-once protocol on a real server", () => {
   let server: RedisServer;
-  let proxy: RespProxy | undefined;
+  let proxy: FaultProxy | undefined;
   const closers: (() => Promise<unknown> | void)[] = [];
   before(async () => { server = await startStandalone(); });
   afterEach(async () => {
@@ -29,8 +29,8 @@ describe("the exactly-once protocol on a real server", () => {
   after(() => server.stop());
 
   /** A client through the fault proxy (resend on or off) and a Surelock over it. */
-  async function through(o: { autoResend: boolean; ttl?: number; commandTimeout?: number }): Promise<{ locks: Surelock; redis: Redis; proxy: RespProxy }> {
-    proxy ??= await startRespProxy(server, "p");
+  async function through(o: { autoResend: boolean; ttl?: number; commandTimeout?: number }): Promise<{ locks: Surelock; redis: Redis; proxy: FaultProxy }> {
+    proxy ??= await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = new Redis({ host: proxy.host, port: proxy.port, autoResendUnfulfilledCommands: o.autoResend, retryStrategy: () => 20, maxRetriesPerRequest: 5 });
     redis.on("error", () => {});
     const locks = new Surelock({ redis, ttl: o.ttl ?? 10_000, commandTimeout: o.commandTimeout ?? 2_000 });
@@ -96,7 +96,7 @@ describe("the exactly-once protocol on a real server", () => {
       await locks.withLock(`replay-${autoResend}`, async () => {
         const inner = await locks.mutex(`replay-${autoResend}`).acquire();
         assert.equal(await entries(`replay-${autoResend}`), "2");
-        const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+        const cut = proxy.cutReply({ scripts: namesOf("release-like") }, 5_000);
         const released = inner.release();
         assert.ok(await cut, "the release was cut after Redis ran it");
         if (autoResend) await within(5_000, released);
@@ -111,7 +111,7 @@ describe("the exactly-once protocol on a real server", () => {
   it("a replayed final release answers released: no LockLostError for a lease that was given back", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     const lease = await locks.mutex("final").acquire();
-    const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+    const cut = proxy.cutReply({ scripts: namesOf("release-like") }, 5_000);
     await within(5_000, lease.release());
     assert.ok(await cut);
     assert.equal(lease.signal.aborted, false);
@@ -132,7 +132,7 @@ describe("the exactly-once protocol on a real server", () => {
       const lease = await locks.mutex(key).acquire();
       const waiting = locks.mutex(key).acquire();
       await eventually(async () => (await server.command("LLEN", `surelock:{${key}}:queue`)) === 1, 5_000, "the waiter queued");
-      const cut = proxy.armCut({ scripts: namesOf("release-like") }, 5_000);
+      const cut = proxy.cutReply({ scripts: namesOf("release-like") }, 5_000);
       const released = lease.release();
       assert.ok(await cut, "the release was cut after Redis ran it");
       if (autoResend) await within(5_000, released);
@@ -231,13 +231,13 @@ describe("the exactly-once protocol on a real server", () => {
 
   it("a replayed acquire with an explicit owner counts one entry; a replayed semaphore acquire takes one permit", async () => {
     const { locks, proxy } = await through({ autoResend: true });
-    const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const cut = proxy.cutReply({ scripts: namesOf("acquire-like") }, 5_000);
     const lease = await within(5_000, locks.mutex("owned").acquire({ owner: "job-17" }));
     assert.ok(await cut);
     assert.equal(await entries("owned"), "1");
     await lease.release();
     const sem = locks.semaphore("permits", { permits: 2 });
-    const cut2 = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const cut2 = proxy.cutReply({ scripts: namesOf("acquire-like") }, 5_000);
     const permit = await within(5_000, sem.acquire({ timeout: 3_000 }));
     assert.ok(await cut2);
     assert.equal(Number(await server.command("ZCOUNT", "surelock:sem:{permits}:holders", "(0", "+inf")), 1, "one permit taken, not two");
@@ -249,7 +249,7 @@ describe("the exactly-once protocol on a real server", () => {
   it("a replayed acquire of 3 permits takes 3, not 6; a resent setPermits() resolves, applied once", async () => {
     const { locks, proxy } = await through({ autoResend: true });
     const sem = locks.semaphore("counted", { permits: 4 });
-    const cut = proxy.armCut({ scripts: namesOf("acquire-like") }, 5_000);
+    const cut = proxy.cutReply({ scripts: namesOf("acquire-like") }, 5_000);
     const three = await within(5_000, sem.acquire({ permits: 3, timeout: 3_000 }));
     assert.ok(await cut);
     assert.equal(three.permits, 3);
@@ -258,7 +258,7 @@ describe("the exactly-once protocol on a real server", () => {
     assert.ok(one, "the fourth permit is free");
     // A change whose reply was lost, sent again by the client: it resolves (the replay answers "set
     // before") and the limit is the one asked for.
-    const cut2 = proxy.armCut({ scripts: new Set(["set-permits"]) }, 5_000);
+    const cut2 = proxy.cutReply({ scripts: new Set(["set-permits"]) }, 5_000);
     await within(5_000, sem.setPermits(6));
     assert.ok(await cut2);
     assert.equal(await server.command("HGET", "surelock:sem:{counted}:state", "p"), "6");
@@ -271,7 +271,7 @@ describe("the exactly-once protocol on a real server", () => {
     await server.command("SET", "{stock:1}:units", "10");
     const guard = locks.guard("stock:1");
     await locks.withLock("stock:1", async (lease) => {
-      const cut = proxy.armCut({ scripts: namesOf("fence-like") }, 5_000);
+      const cut = proxy.cutReply({ scripts: namesOf("fence-like") }, 5_000);
       const outcome = await within(5_000, guard.write(lease.fencingToken, "DECRBY", "{stock:1}:units", 3));
       assert.ok(await cut);
       assert.deepEqual(outcome, { written: true, reply: 7 });

@@ -16,18 +16,18 @@ import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
 import { SingleStore } from "../../src/store/single-store.js";
 import type { AcquireCall } from "../../src/store/types.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("a late reply's give-back", () => {
   let server: RedisServer;
-  let proxy: RespProxy;
+  let proxy: FaultProxy;
   let redis: Redis;
   let store: SingleStore;
   const keys = new KeySpace("surelock");
   before(async () => {
     server = await startStandalone();
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     redis = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 0 });
     redis.on("error", () => {});
     store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 300 }), {

@@ -16,13 +16,13 @@ import { Surelock, type Lease } from "../../src/index.js";
 import { KeySpace } from "../../src/keys.js";
 import { SingleStore } from "../../src/store/single-store.js";
 import type { AcquireCall } from "../../src/store/types.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { eventually, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("a grant learned of after it lapsed", () => {
   let server: RedisServer;
-  let proxy: RespProxy;
+  let proxy: FaultProxy;
   const closers: (() => Promise<unknown> | void)[] = [];
   const keys = new KeySpace("surelock");
   before(async () => { server = await startStandalone(); });
@@ -35,7 +35,7 @@ describe("a grant learned of after it lapsed", () => {
 
   it("is not trusted on the strength of a refresh that ran after the counter it was issued from expired", async () => {
     const k = keys.exclusive("late");
-    proxy = await startRespProxy(server, "w");
+    proxy = await startFaultProxy(server, { name: "w", framing: "resp" });
     // W: a waiter whose connections (commands and wake-ups) go through the proxy.
     const wRedis = new Redis({ host: proxy.host, port: proxy.port });
     wRedis.on("error", () => {});

@@ -7,13 +7,13 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
 import { Surelock } from "../../src/index.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { eventually } from "../helpers/fixtures.js";
 import { startPrimaries, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("quorum mode: rounds, re-entry and tokens", () => {
   let nodes: RedisServer[] = [];
-  let proxies: RespProxy[] = [];
+  let proxies: FaultProxy[] = [];
   /** The connections of the latest quorum(), node by node. */
   let links: Redis[] = [];
   const closers: (() => Promise<unknown> | void)[] = [];
@@ -27,7 +27,7 @@ describe("quorum mode: rounds, re-entry and tokens", () => {
 
   /** A quorum Surelock whose every node link goes through a fault proxy. */
   async function quorum(options: { ttl?: number; counterRetention?: number; commandTimeout?: number } = {}): Promise<Surelock> {
-    proxies = await Promise.all(nodes.map((n, i) => startRespProxy(n, `n${i}`)));
+    proxies = await Promise.all(nodes.map((n, i) => startFaultProxy(n, { name: `n${i}`, framing: "resp" })));
     const clients = proxies.map((p) => {
       const c = new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 50 });
       c.on("error", () => {});
@@ -75,7 +75,7 @@ describe("quorum mode: rounds, re-entry and tokens", () => {
       closers.push(() => c.disconnect(), () => single.close());
       return single.mutex(key).acquire();
     }));
-    const slow = proxies[4] as RespProxy;
+    const slow = proxies[4] as FaultProxy;
     await Promise.all([3, 4].map((i) => (nodes[i] as RedisServer).command("CONFIG", "RESETSTAT")));
     slow.blackhole();
     const acquiring = locks.mutex(key).acquire({ timeout: 30_000 });
@@ -103,7 +103,7 @@ describe("quorum mode: rounds, re-entry and tokens", () => {
     const locks = await quorum();
     const other = new Surelock({ redis: nodes.map((n) => { const c = new Redis({ port: n.port, host: n.host }); closers.push(() => c.disconnect()); return c; }) });
     closers.push(() => other.close());
-    const missing = proxies[4] as RespProxy;
+    const missing = proxies[4] as FaultProxy;
     missing.blackhole();
     await locks.withLock("re", async (outer) => {
       // Node 4 never saw the acquire (its bytes are dropped with the connection).

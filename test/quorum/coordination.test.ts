@@ -8,7 +8,7 @@ import type { Redis } from "ioredis";
 import { performance } from "node:perf_hooks";
 import { LockLostError, QuorumError, Surelock, type Lease } from "../../src/index.js";
 import { aborted } from "../helpers/fixtures.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { Observed } from "../election/support.js";
 import { assertEveryKeyExpires, fastClient, ready, within } from "./support.js";
@@ -18,7 +18,7 @@ const CLIENTS = 3;
 interface World {
   readonly nodes: RedisServer[];
   /** proxies[c][n]: client c's link to node n. */
-  readonly proxies: TcpProxy[][];
+  readonly proxies: FaultProxy[][];
   /** redis[c][n]: client c's connection to node n. */
   readonly redis: Redis[][];
   /** locks[c]: client c's Surelock, over its own links; the last one: a client whose links stay up. */
@@ -31,11 +31,11 @@ after(stopAll);
 /** `n` primaries, and `clients` clients (plus one more whose links are never cut), each over proxies of its own. */
 async function world(n = 3, clients = CLIENTS, ttl?: number): Promise<World> {
   const nodes = await startPrimaries(n);
-  const proxies: TcpProxy[][] = [];
+  const proxies: FaultProxy[][] = [];
   const redis: Redis[][] = [];
   const locks: Surelock[] = [];
   for (let c = 0; c <= clients; c++) {
-    const mine = await Promise.all(nodes.map((node) => startProxy({ host: node.host, port: node.port })));
+    const mine = await Promise.all(nodes.map((node) => startFaultProxy({ host: node.host, port: node.port })));
     proxies.push(mine);
     // A command that timed out in a cut is not sent again after the link is healed: what the cut
     // kept from a node stays missing there, as the tests assert.
@@ -62,14 +62,13 @@ async function world(n = 3, clients = CLIENTS, ttl?: number): Promise<World> {
  * waits until the client is connected again.
  */
 function cut(w: World, c: number, nodes: readonly number[]): () => Promise<void> {
-  for (const n of nodes) (w.proxies[c]?.[n] as TcpProxy).blackhole();
+  for (const n of nodes) (w.proxies[c]?.[n] as FaultProxy).blackhole();
   return async () => {
     await Promise.all(nodes.map(async (n) => {
-      const link = w.proxies[c]?.[n] as TcpProxy;
+      const link = w.proxies[c]?.[n] as FaultProxy;
       const client = w.redis[c]?.[n] as Redis;
       const closed = new Promise<void>((resolve) => client.once("close", () => resolve()));
-      link.dropAll();
-      link.pass();
+      link.heal("reset");
       await within(5_000, closed, `client ${c}'s connection to node ${n} to close`);
       await ready(client);
     }));

@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks";
 import { Redis } from "ioredis";
 import { LockLostError, LockTimeoutError, QuorumError, type Lease } from "../../src/index.js";
 import type { RedisServer } from "../helpers/redis-topology.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import {
   abortedAt, delay, eventually, heldOn, fiveNodes, HOST, lockKey, ready, up, within,
 } from "./support.js";
@@ -55,7 +55,7 @@ void describe("quorum mode: a majority of nodes down", () => {
 
 void describe("quorum mode: a node partitioned by a TCP proxy", () => {
   void it("costs at most the per-node timeout, not the client's connect timeout; the majority grants the lease", async () => {
-    const proxy = await startProxy({ host: HOST, port: (nodes[4] as RedisServer).port });
+    const proxy = await startFaultProxy({ host: HOST, port: (nodes[4] as RedisServer).port });
     // Default ioredis options here (offline queue, 10 s connect timeout): what a user may well have.
     const viaProxy = new Redis({ host: HOST, port: proxy.port });
     viaProxy.on("error", () => {});

@@ -8,7 +8,7 @@ import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Redis } from "ioredis";
 import { Surelock } from "../../src/index.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { fastClient, ready } from "./support.js";
 
@@ -53,12 +53,12 @@ async function ghostsOf(nodes: readonly RedisServer[], key: string, owner: strin
 async function run(count: number, seed: number): Promise<void> {
   const random = prng(seed);
   const nodes = await startPrimaries(count);
-  const proxies: TcpProxy[][] = [];
+  const proxies: FaultProxy[][] = [];
   const clients: Redis[] = [];
   const locks: Surelock[] = [];
   try {
     for (let c = 0; c < CONTENDERS; c++) {
-      const mine = await Promise.all(nodes.map((n) => startProxy({ host: n.host, port: n.port })));
+      const mine = await Promise.all(nodes.map((n) => startFaultProxy({ host: n.host, port: n.port })));
       proxies.push(mine);
       const own = mine.map((p) => fastClient(p.port));
       await Promise.all(own.map((cl) => ready(cl)));
@@ -72,8 +72,7 @@ async function run(count: number, seed: number): Promise<void> {
       for (let r = 0; r < ROUNDS; r++) {
         // Every link of this contender gets a new delay each way: votes race in a new order.
         for (const p of proxies[c] ?? []) {
-          p.delay("up", Math.floor(random() * (MAX_DELAY_MS + 1)));
-          p.delay("down", Math.floor(random() * (MAX_DELAY_MS + 1)));
+          p.setLatency(Math.floor(random() * (MAX_DELAY_MS + 1)), Math.floor(random() * (MAX_DELAY_MS + 1)));
         }
         const lease = await (locks[c] as Surelock).mutex(key).acquire({ timeout: 30_000 });
         inside++;

@@ -4,7 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { AcquireResult, HoldState, LockTarget, ReleaseResult } from "../../src/store/types.js";
+import type { AcquireResult, HoldState, LatchReply, LeaderReply, LockTarget, ReleaseResult } from "../../src/store/types.js";
+import { QuorumError } from "../../src/errors.js";
+import { answered, decideLatch, decideLeader } from "../../src/quorum/coordination.js";
 import { systemClock } from "../../src/clock.js";
 import { askNodes } from "../../src/quorum/rounds.js";
 import { decideAcquire, decideHold, decideRelease, fanOut, majorityOf, quorumOf, undecided, type Vote } from "../../src/quorum/votes.js";
@@ -183,5 +185,35 @@ describe("quorum votes: fan-out", () => {
     assert.equal(out.decision, undefined);
     assert.deepEqual(out.votes.map((v) => v.ok), [true, false]);
     await out.rest;
+  });
+});
+
+describe("coordination decided by a quorum (elections and latches)", () => {
+  const reading = (hold: string, pttlMs: number, proclaimed: boolean, seq: number, value: string | null = null): LeaderReply =>
+    ({ owner: `owner-${hold}`, hold, token: 7n, pttlMs, proclaimed, value, seq });
+
+  it("answers only when a majority of nodes answered, else a QuorumError naming every node", () => {
+    assert.deepEqual(answered("e", "leader", [said(0, 1), down(1), said(2, 3)], ["a", "b", "c"]), [1, 3]);
+    assert.throws(() => answered("e", "leader", [said(0, 1), down(1), down(2)], ["a", "b", "c"]),
+      (e: unknown) => e instanceof QuorumError && e.nodes.map((n) => `${n.node}:${n.ok}`).join() === "a:true,b:false,c:false");
+  });
+
+  it("a leader is the hold a majority shows, proclaimed on one of them, with its newest value and the majority's life", () => {
+    const leader = decideLeader([reading("h1", 900, true, 2, "new"), reading("h1", 500, true, 1, "old"), reading("h1", 100, false, 0)], 3);
+    assert.equal(leader?.value, "new");
+    // Alive while two of three nodes hold it: until the second latest expiry.
+    assert.equal(leader?.pttlMs, 500);
+    assert.equal(decideLeader([reading("h1", 900, false, 0), reading("h1", 500, false, 0), null], 3), null, "nobody proclaimed");
+    assert.equal(decideLeader([reading("h1", 900, true, 1), reading("h2", 500, true, 1), null], 3), null, "no majority for one hold");
+  });
+
+  it("a latch opens once the answers hold `count` distinct count downs, though no majority is at 0", () => {
+    const at = (left: number, ids: string[]): LatchReply => ({ status: "unchanged", left, ids });
+    const left = (r: LatchReply): number => (r.status === "conflict" ? Number.NaN : r.left);
+    // Two count downs acknowledged by different majorities: nodes at 1, 0, 1.
+    assert.equal(left(decideLatch(2, [at(1, ["x"]), at(0, ["x", "y"]), at(1, ["y"])])), 0);
+    assert.equal(left(decideLatch(2, [at(1, ["x"]), at(1, ["x"])])), 1);
+    const conflict: LatchReply = { status: "conflict", count: 5 };
+    assert.deepEqual(decideLatch(2, [at(1, ["x"]), conflict]), conflict, "a node with another count answers for all");
   });
 });

@@ -9,18 +9,17 @@ import { scripts } from "../../src/scripts/index.js";
 import { Gate, MemoryRedis } from "../../src/testing/index.js";
 import { Harness, startsWaiting } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoListeners, assertNoResourcesLeft, assertNoTrace, inspectable, rejection, resources, settles } from "./support.js";
 
 describe("abort racing an acquire (real Redis through a proxy)", () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let h: Harness;
-  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  before(async () => { server = await startStandalone(); proxy = await startFaultProxy(server); h = new Harness(server); });
   afterEach(async () => {
-    proxy.delay("up", 0);
-    proxy.delay("down", 0);
-    proxy.pass();
+    proxy.setLatency(0, 0);
+    proxy.heal("drop");
     await h.cleanup();
     await assertNoTrace(server);
     await server.command("FLUSHALL");
@@ -51,7 +50,7 @@ describe("abort racing an acquire (real Redis through a proxy)", () => {
 
   it("aborted while the acquire of a free lock is on the wire: rejects at once; the hold founded anyway is given back", async () => {
     const locks = await warm();
-    proxy.delay("down", 300);
+    proxy.setLatency(0, 300);
     const c = new AbortController();
     const reason = new Error("gave up");
     const onWire = proxy.seen("{free-slow}");
@@ -73,7 +72,7 @@ describe("abort racing an acquire (real Redis through a proxy)", () => {
   it("aborted while the first attempt on a held lock is on the wire: rejects at once; its ticket leaves the line", async () => {
     const holder = await h.locks().mutex("held").acquire();
     const locks = await warm();
-    proxy.delay("down", 1_000);
+    proxy.setLatency(0, 1_000);
     const c = new AbortController();
     const reason = new Error("no longer needed");
     const onWire = proxy.seen("{held}");

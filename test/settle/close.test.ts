@@ -12,19 +12,18 @@ import diagnostics from "node:diagnostics_channel";
 import { ClosedError, LockLostError, Surelock } from "../../src/index.js";
 import { eventually, Harness, quietFor, startsWaiting } from "../helpers/fixtures.js";
 import { startSentinelSet, startStandalone, type RedisServer, type SentinelSet } from "../helpers/redis-topology.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
 describe("close() settles, and settles every pending call", () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let h: Harness;
-  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  before(async () => { server = await startStandalone(); proxy = await startFaultProxy(server); h = new Harness(server); });
   afterEach(async () => {
-    proxy.delay("down", 0);
-    proxy.blackholeNew(false);
-    proxy.dropAll();
-    proxy.pass();
+    proxy.setLatency(0, 0);
+    proxy.silenceNew(false);
+    proxy.heal("reset");
     await h.cleanup();
     await assertNoTrace(server);
     await server.command("FLUSHALL");
@@ -39,7 +38,7 @@ describe("close() settles, and settles every pending call", () => {
 
   it("an acquire whose first attempt is on the wire rejects with ClosedError; the hold founded anyway is given back", async () => {
     const locks = await warm();
-    proxy.delay("down", 400);
+    proxy.setLatency(0, 400);
     const onWire = proxy.seen("{in-flight}");
     const pending = locks.mutex("in-flight").acquire();
     await onWire;
@@ -56,14 +55,14 @@ describe("close() settles, and settles every pending call", () => {
   it("a re-entry whose attempt is on the wire rejects with ClosedError too, and the outer lease is released", async () => {
     const locks = await warm();
     await assert.rejects(locks.withLock("nested", async () => {
-      proxy.delay("down", 400);
+      proxy.setLatency(0, 400);
       const onWire = proxy.seen("{nested}");
       const inner = locks.withLock("nested", () => "never");
       await onWire;
       void locks.close();
       return inner;
     }), ClosedError);
-    proxy.delay("down", 0);
+    proxy.setLatency(0, 0);
     await assertNoTrace(server);
   });
 
@@ -77,8 +76,7 @@ describe("close() settles, and settles every pending call", () => {
     assert.equal(redis.listenerCount("close"), before + 1, "while the call is on the wire, the adapter watches the connection");
     await locks.close();
     assert.equal(redis.listenerCount("close"), before, "close() took its listener off the user's client");
-    proxy.dropAll();
-    proxy.pass();
+    proxy.heal("reset");
   });
 
   it("ioredis: close() is bounded when the wake-up connection is blackholed (QUIT never answered)", async () => {
@@ -102,7 +100,7 @@ describe("close() settles, and settles every pending call", () => {
   it("ioredis: a waiter whose wake-up connection cannot be opened is still served (its ticket refresh reports the grant)", async () => {
     const holder = await h.locks().mutex("deaf").acquire();
     const locks = await warm({ ttl: 300 });
-    proxy.blackholeNew(true);
+    proxy.silenceNew(true);
     const waiting = startsWaiting("deaf");
     const pending = locks.mutex("deaf").acquire({ timeout: 8_000 });
     await waiting;
@@ -121,7 +119,7 @@ describe("close() settles, and settles every pending call", () => {
     const locks = new Surelock({ redis: user, commandTimeout: 300 });
     await (await locks.mutex("warm-up").acquire()).release();
     const holder = await h.locks().mutex("never-open").acquire();
-    proxy.blackholeNew(true);
+    proxy.silenceNew(true);
     const waiting = startsWaiting("never-open");
     const pending = settles(locks.mutex("never-open").acquire(), 5_000);
     await waiting;
@@ -131,8 +129,8 @@ describe("close() settles, and settles every pending call", () => {
     assert.ok(rejection(await pending) instanceof ClosedError);
     await holder.release();
     // Heal the network: the half-open duplicate must not come to life and stay connected.
-    proxy.blackholeNew(false);
-    proxy.dropAll();
+    proxy.silenceNew(false);
+    proxy.resetAll();
     await eventually(() => proxy.connectionCount() === 1, 5_000, "the user's connection back through the proxy");
     // Proving that something does not happen: the abandoned duplicate does not reconnect.
     await quietFor(500);

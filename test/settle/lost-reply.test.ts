@@ -13,16 +13,16 @@ import { scripts } from "../../src/scripts/index.js";
 import { MemoryRedis } from "../../src/testing/index.js";
 import { Harness, startsWaiting } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, inspectable, rejection, settles } from "./support.js";
 
 describe("lost replies (ioredis through a proxy that loses the reply with the connection)", () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let h: Harness;
-  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  before(async () => { server = await startStandalone(); proxy = await startFaultProxy(server); h = new Harness(server); });
   afterEach(async () => {
-    proxy.pass();
+    proxy.heal("drop");
     await h.cleanup();
     await assertNoTrace(server);
     await server.command("FLUSHALL");
@@ -38,7 +38,7 @@ describe("lost replies (ioredis through a proxy that loses the reply with the co
 
   it("no resend, a free lock: the acquire settles at once with ConnectionError, and the hold it founded is given back", async () => {
     const locks = await warm(false);
-    const lost = proxy.loseReplyTo("{lost-free}");
+    const lost = proxy.cutReply({ text: "{lost-free}" });
     const pending = settles(locks.mutex("lost-free").acquire(), 3_000);
     await lost;
     const s = await pending;
@@ -53,7 +53,7 @@ describe("lost replies (ioredis through a proxy that loses the reply with the co
   it("no resend, a held lock: the queued attempt rejects, and its ticket does not hold the freed lock back", async () => {
     const holder = await h.locks().mutex("lost-queued").acquire();
     const locks = await warm(false);
-    const lost = proxy.loseReplyTo("{lost-queued}");
+    const lost = proxy.cutReply({ text: "{lost-queued}" });
     const pending = settles(locks.mutex("lost-queued").acquire({ timeout: 60_000 }), 3_000);
     await lost;
     assert.ok(rejection(await pending) instanceof ConnectionError);
@@ -72,7 +72,7 @@ describe("lost replies (ioredis through a proxy that loses the reply with the co
 
   it("with resend (the default): the replayed acquire answers the first run's hold; one entry, one token", async () => {
     const locks = await warm(true);
-    const lost = proxy.loseReplyTo("{lost-resent}");
+    const lost = proxy.cutReply({ text: "{lost-resent}" });
     const pending = settles(locks.mutex("lost-resent").acquire(), 5_000);
     await lost;
     const s = await pending;
@@ -87,7 +87,7 @@ describe("lost replies (ioredis through a proxy that loses the reply with the co
   it("no resend, a release whose reply is lost: release() settles at once; the lock is free", async () => {
     const locks = await warm(false);
     const lease = await locks.mutex("lost-release").acquire();
-    const lost = proxy.loseReplyTo("{lost-release}");
+    const lost = proxy.cutReply({ text: "{lost-release}" });
     const pending = settles(lease.release(), 3_000);
     await lost;
     const s = await pending;

@@ -8,18 +8,17 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { ConnectionError, LockLostError } from "../../src/index.js";
 import { aborted, Harness } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
 describe("release() settles within the lease's validity", () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let h: Harness;
-  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  before(async () => { server = await startStandalone(); proxy = await startFaultProxy(server); h = new Harness(server); });
   afterEach(async () => {
-    proxy.delay("down", 0);
-    if (proxy.mode() === "blackhole") proxy.dropAll();
-    proxy.pass();
+    proxy.setLatency(0, 0);
+    if (proxy.blackholed) proxy.heal("reset");
     await h.cleanup();
     await server.command("FLUSHALL");
   });
@@ -40,8 +39,7 @@ describe("release() settles within the lease's validity", () => {
     assert.equal(lease.signal.aborted, true, "lease.signal aborted when the validity ran out");
     assert.ok(lease.signal.reason instanceof LockLostError, String(lease.signal.reason));
     // The lock expires by itself in Redis: nothing of it outlives its ttl.
-    proxy.dropAll();
-    proxy.pass();
+    proxy.heal("reset");
     await assertNoTrace(server, "surelock", ttl + 500);
   });
 
@@ -60,7 +58,7 @@ describe("release() settles within the lease's validity", () => {
   it("a slow but reachable Redis: release resolves and the lock is free", async () => {
     const locks = h.locks({ ttl: 2_000 }, proxy);
     const lease = await locks.mutex("slow").acquire();
-    proxy.delay("down", 200);
+    proxy.setLatency(0, 200);
     const s = await settles(lease.release(), 3_000);
     assert.ok(s.ok, String((s as { error?: unknown }).error));
     assert.equal(lease.signal.aborted, false, "a released lease is not lost");

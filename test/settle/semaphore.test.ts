@@ -8,7 +8,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { ClosedError, ConflictError, ConnectionError } from "../../src/index.js";
 import { Harness } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
 describe("semaphore: the stored limit", () => {
@@ -55,14 +55,14 @@ describe("semaphore: the stored limit", () => {
   });
 
   it("setPermits() in a partition rejects with ConnectionError at the command timeout", async () => {
-    const proxy = await startProxy(server);
+    const proxy = await startFaultProxy(server);
     h.onCleanup(() => proxy.close());
     const locks = h.locks({ commandTimeout: 300 }, proxy);
     const sem = locks.semaphore("cut-off", { permits: 2 });
     await (await sem.acquire()).release();
     proxy.blackhole();
     const s = await settles(sem.setPermits(3), 2_000);
-    proxy.dropAll();
+    proxy.resetAll();
     assert.ok(rejection(s) instanceof ConnectionError, String(rejection(s)));
     assert.ok(s.atMs >= 250 && s.atMs < 1_000, `settled after ${s.atMs.toFixed(0)} ms`);
     assert.equal(sem.permits, 2, "not adopted: it was not confirmed");

@@ -9,19 +9,18 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { ConnectionError, LockTimeoutError, type Surelock } from "../../src/index.js";
 import { Harness } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
 describe("timeout bounds the whole acquire", () => {
   let server: RedisServer;
-  let proxy: TcpProxy;
+  let proxy: FaultProxy;
   let h: Harness;
-  before(async () => { server = await startStandalone(); proxy = await startProxy(server); h = new Harness(server); });
+  before(async () => { server = await startStandalone(); proxy = await startFaultProxy(server); h = new Harness(server); });
   afterEach(async () => {
-    proxy.delay("down", 0);
+    proxy.setLatency(0, 0);
     // A partition swallowed whole commands: their connections are out of step, start them afresh.
-    if (proxy.mode() === "blackhole") proxy.dropAll();
-    proxy.pass();
+    if (proxy.blackholed) proxy.heal("reset");
     await h.cleanup();
     await assertNoTrace(server);
     await server.command("FLUSHALL");
@@ -36,7 +35,7 @@ describe("timeout bounds the whole acquire", () => {
 
   it("a free lock whose reply is slow: LockTimeoutError at the timeout; the hold founded late is given back", async () => {
     const locks = await warm();
-    proxy.delay("down", 800);
+    proxy.setLatency(0, 800);
     const started = performance.now();
     const s = await settles(locks.mutex("slow-free").acquire({ timeout: 200 }), 2_000, started);
     const error = rejection(s);
@@ -50,7 +49,7 @@ describe("timeout bounds the whole acquire", () => {
   it("a held lock whose first reply is slow: LockTimeoutError at the timeout; the ticket queued late leaves the line", async () => {
     const holder = await h.locks().mutex("slow-held").acquire();
     const locks = await warm();
-    proxy.delay("down", 800);
+    proxy.setLatency(0, 800);
     const s = await settles(locks.mutex("slow-held").acquire({ timeout: 150 }), 2_000);
     assert.ok(rejection(s) instanceof LockTimeoutError);
     assert.ok(s.atMs < 400, `settled after ${s.atMs.toFixed(0)} ms`);
@@ -82,7 +81,7 @@ describe("timeout bounds the whole acquire", () => {
 
   it("withLock's timeout bounds its acquire the same way, and work never runs", async () => {
     const locks = await warm();
-    proxy.delay("down", 800);
+    proxy.setLatency(0, 800);
     let ran = false;
     const s = await settles(locks.withLock("slow-with", () => { ran = true; }, { timeout: 100 }), 2_000);
     assert.ok(rejection(s) instanceof LockTimeoutError);

@@ -327,6 +327,24 @@ describe("progress (a lock with waiters must change hands)", () => {
       "long after the fault, slow handoffs count again");
   });
 
+  it("a join by owner whose reply was lost keeps its owner's hold as long as the owner's entries renew it", () => {
+    // J (owner o) joined o's hold but its reply never came: Redis may keep its entry. L, of owner
+    // o too, extended the hold to 8 s and released at 1,000 ms: the hold may stand until 9,000 ms,
+    // and a waiter that gets it at 9,010 ms saw a healthy handoff.
+    const events: HistoryEvent[] = [
+      h.lease(0, 0, "L", "k", "10", "o"), h.invoke(10, 0, "x", "extend", null, { lease: "L", key: "k", prim: "mutex", args: { ttl: 8_000 } }),
+      h.ok(20, 0, "x"),
+      h.invoke(30, 2, "j", "acquire", null, { key: "k", prim: "mutex", args: { owner: "o", ttl: 500 } }),
+      { type: "fail", t: 1_030, w: 2, call: "j", error: { name: "ConnectionError", code: "ERR_SURELOCK_CONNECTION", message: "no reply within 1000 ms" } },
+      h.invoke(500, 1, "w", "acquire", null, { key: "k", prim: "mutex" }), h.end(1_000, 0, "L"),
+      h.lease(9_010, 1, "W", "k", "11", "b", { call: "w" }), h.ok(9_010, 1, "w"), h.end(9_050, 1, "W"),
+    ];
+    assert.deepEqual(checkProgress(buildModel(events)), []);
+    // A join that answered left no entry behind: the 8 s after L's release were a stall.
+    const answered = events.map((e) => (e.type === "fail" ? h.ok(1_030, 2, "j") : e));
+    assert.equal(checkProgress(buildModel(answered)).length, 1);
+  });
+
   it("a lost lease holds its lock for the longest ttl an extend() gave it", () => {
     // L extended to 8 s, then lost at 1,000 ms (its connection stalled): Redis may keep the lock
     // until 9,000 ms, and a waiter that gets it at 9,010 ms saw a healthy handoff.

@@ -6,7 +6,7 @@
 import {
   startCluster, startPrimaries, startSentinelSet, startStandalone, type RedisServer, type RespReply,
 } from "../helpers/redis-topology.js";
-import { startRespProxy, type RespProxy } from "../harness/resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import type { ClientSpec, HostPort } from "./ipc.js";
 import type { DeploymentKind } from "./plan.js";
 import type { Rng } from "./prng.js";
@@ -15,7 +15,7 @@ import type { Rng } from "./prng.js";
 export interface DataNode {
   readonly name: string;
   readonly server: RedisServer;
-  readonly proxy: RespProxy;
+  readonly proxy: FaultProxy;
   /** AOF with fsync on every write: a restart forgets nothing that was acknowledged. */
   readonly persistent: boolean;
 }
@@ -44,7 +44,7 @@ const PERSISTENT = ["--appendonly", "yes", "--appendfsync", "always"];
 const COMMON = ["--hz", "10"];
 
 async function proxied(name: string, server: RedisServer, persistent: boolean): Promise<DataNode> {
-  return { name, server, persistent, proxy: await startRespProxy(server, name) };
+  return { name, server, persistent, proxy: await startFaultProxy(server, { name: name, framing: "resp" }) };
 }
 
 const addr = (h: HostPort): string => `${h.host}:${h.port}`;

@@ -5,8 +5,8 @@
  * cannot be carried out when its time comes (its node is already down, or it would take down a
  * quorum's majority) is skipped, and the skip is written down too.
  */
-import { namesOf, type FaultClass } from "../harness/script-catalog.js";
-import type { HealMode } from "../harness/resp-proxy.js";
+import { namesOf, type FaultClass } from "../helpers/script-catalog.js";
+import type { HealMode } from "../helpers/fault-proxy.js";
 import type { DataNode, Deployment } from "./deployment.js";
 import type { FaultEvent, FaultKind, Unstamped } from "./history.js";
 import type { DeploymentKind } from "./plan.js";
@@ -364,9 +364,9 @@ export class Nemesis {
         this.#emit(f.kind, "start", target, { classes: f.classes.join(","), withinMs: f.withinMs });
         const rule = { scripts: namesOf(...f.classes) };
         // One shot across the targeted proxies: the first match is cut, the other arms expire.
-        const hits = await Promise.all(nodes.map((n) => n.proxy.armCut(rule, f.withinMs)));
+        const hits = await Promise.all(nodes.map((n) => n.proxy.cutReply(rule, f.withinMs)));
         for (const hit of hits) {
-          if (hit) this.#emit(f.kind, "hit", hit.proxy, { script: hit.script ?? hit.command, key: hit.key ?? null });
+          if (hit) this.#emit(f.kind, "hit", hit.proxy, { script: hit.script ?? hit.command ?? null, key: hit.key ?? null });
         }
         return;
       }

@@ -124,6 +124,28 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
     lock.held.push([l.start, Math.max(l.end ?? l.lostAt ?? model.endAt, givenBack.get(l.id) ?? 0, lostHold)]);
     if (l.parent === undefined) lock.starts.push(l.start);
   }
+  // A join by owner that found Redis unreachable may have entered its owner's hold before its
+  // reply was lost, and its give-back may not have reached Redis either: that entry then keeps the
+  // hold while the owner's other entries renew or extend it, and for the last ttl they gave it
+  // (renewals only lengthen a hold's life). Nobody is owed the lock meanwhile.
+  const ownerLeases = [...model.leases.values()].filter((l) => l.prim === "mutex").sort((a, b) => a.start - b.start);
+  for (const c of model.calls.values()) {
+    const { prim, key, op, args } = c.invoke;
+    const owner = args?.owner;
+    if (prim !== "mutex" || key === undefined || typeof owner !== "string" || !OUTAGE.has(c.error?.name ?? "")) continue;
+    if (!WAITING.has(op) && op !== "tryAcquire") continue;
+    for (const k of [key, ...(typeof args?.with === "string" ? [args.with] : [])]) {
+      let until = (c.doneAt ?? model.endAt) + (typeof args?.ttl === "number" ? args.ttl : floor.graceMs);
+      for (const l of ownerLeases) {
+        if (l.start > until) break;
+        if (l.owner !== owner || (l.key !== k && !l.others.some((o) => o.key === k))) continue;
+        const over = Math.max(l.end ?? l.lostAt ?? model.endAt, givenBack.get(l.id) ?? 0);
+        if (over < c.invoke.t) continue;
+        until = Math.max(until, over + longestTtl(model, l, over));
+      }
+      of(lockOf(prim, k)).held.push([c.invoke.t, until]);
+    }
+  }
   const stop = model.events.find((e) => e.type === "note" && e.text.includes("workers stop"));
   const stopAt = stop?.t ?? model.endAt;
   const out: Violation[] = [];

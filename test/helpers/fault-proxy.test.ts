@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, afterEach, before, describe, it } from "node:test";
-import { Redis } from "ioredis";
-import { eventually, quietFor, within } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import net from "node:net";
+import { Redis, type RedisOptions } from "ioredis";
+import { eventually, quietFor, within } from "./fixtures.js";
+import { startStandalone, type RedisServer } from "./redis-topology.js";
 import { RespFrames, commandArgs, encodeCommand, frameEnd } from "./resp-frames.js";
-import { startRespProxy, type RespProxy } from "./resp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
 import { FAULT_CLASSES, ScriptCatalog, namesOf } from "./script-catalog.js";
 
 const BUMP = "return redis.call('INCR', KEYS[1])";
@@ -45,9 +46,9 @@ describe("RESP framing", () => {
   });
 });
 
-describe("RESP proxy against a real redis-server", () => {
+describe("fault proxy against a real redis-server", () => {
   let server: RedisServer;
-  let proxy: RespProxy;
+  let proxy: FaultProxy;
   const clients: Redis[] = [];
   const client = (autoResend: boolean): Redis => {
     const c = new Redis({ host: proxy.host, port: proxy.port, autoResendUnfulfilledCommands: autoResend, retryStrategy: () => 20, maxRetriesPerRequest: 3 });
@@ -65,11 +66,50 @@ describe("RESP proxy against a real redis-server", () => {
   });
   after(() => server.stop());
 
+  it("byte framing: seen() resolves once a request is on the wire; cutReply by text loses its reply after Redis ran it", async () => {
+    proxy = await startFaultProxy(server);
+    const redis = client(false);
+    await redis.ping();
+    const onWire = proxy.seen("seen-key");
+    await within(2_000, redis.set("seen-key", "1"));
+    await within(1_000, onWire);
+    const cut = proxy.cutReply({ text: "cut-key" }, 5_000);
+    const pending = redis.incr("cut-key");
+    pending.catch(() => {});
+    const event = await within(2_000, cut);
+    assert.deepEqual(event, { proxy: "proxy", command: undefined, script: undefined, key: undefined });
+    await eventually(async () => (await server.command("GET", "cut-key")) === "1", 2_000, "Redis ran the command whose reply is lost");
+    // Without autoResendUnfulfilledCommands ioredis never settles a command whose reply was lost.
+    await assert.rejects(within(300, pending), /did not finish/);
+    assert.equal(await proxy.cutReply({ text: "never-sent" }, 50), null, "nothing matched in time");
+  });
+
+  it("byte framing: silenceNew() leaves an established connection working and a new one silent; RESP faults throw", async () => {
+    proxy = await startFaultProxy(server);
+    const redis = client(true);
+    await redis.ping();
+    proxy.silenceNew(true);
+    const raw = net.connect({ host: proxy.host, port: proxy.port });
+    const heard: Buffer[] = [];
+    raw.on("data", (c: Buffer) => heard.push(c));
+    raw.on("error", () => {});
+    await within(2_000, new Promise<void>((r) => raw.once("connect", () => r())));
+    raw.write(encodeCommand(["PING"]));
+    assert.equal(await within(2_000, redis.ping()), "PONG", "the established connection passes");
+    await quietFor(100);
+    assert.deepEqual(heard, [], "the new connection hears nothing");
+    raw.destroy();
+    proxy.silenceNew(false);
+    assert.throws(() => proxy.holdPushes(), /needs framing "resp"/);
+    assert.throws(() => proxy.stall(0), /needs framing "resp"/);
+    assert.throws(() => proxy.cutReply({ scripts: new Set(["bump"]) }), /needs framing "resp"/);
+  });
+
   it("cut after forward: Redis runs the command once, the reply is lost, ioredis resends it and it runs twice", async () => {
-    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp", catalog: new ScriptCatalog([bump]) });
     const redis = client(true);
     assert.equal(await redis.call("SCRIPT", "LOAD", BUMP), bump.sha);
-    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(["bump"]) }, 5_000);
     const reply = await within(5_000, redis.evalsha(bump.sha, 1, "n"));
     const event = await cut;
     assert.equal(event?.script, "bump");
@@ -80,10 +120,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("cut after forward without resend: the command ran once and ioredis never settles the call", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(false);
     await redis.ping();
-    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["INCR"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(), commands: new Set(["INCR"]) }, 5_000);
     // ioredis drops unfulfilled commands without rejecting them: only a deadline of the caller's
     // own (surelock's commandTimeout) ends such a call.
     await assert.rejects(within(500, redis.incr("m")), /did not finish/);
@@ -93,10 +133,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("an EVAL of a script is cut by the script's name too; other commands pass untouched", async () => {
-    proxy = await startRespProxy(server, "p", new ScriptCatalog([bump]));
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp", catalog: new ScriptCatalog([bump]) });
     const redis = client(false);
     await redis.ping();
-    const cut = proxy.armCut({ scripts: new Set(["bump"]) }, 5_000);
+    const cut = proxy.cutReply({ scripts: new Set(["bump"]) }, 5_000);
     assert.equal(await redis.incr("other"), 1, "not a match");
     await assert.rejects(within(500, redis.eval(BUMP, 1, "e")), /did not finish/);
     assert.equal((await cut)?.command, "EVAL");
@@ -104,10 +144,10 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("subscriber connections are never cut", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     await sub.subscribe("ch");
-    const cut = proxy.armCut({ scripts: new Set(), commands: new Set(["SUBSCRIBE", "PING"]) }, 200);
+    const cut = proxy.cutReply({ scripts: new Set(), commands: new Set(["SUBSCRIBE", "PING"]) }, 200);
     const message = new Promise<string>((resolve) => sub.once("message", (_c: string, m: string) => resolve(m)));
     await sub.subscribe("ch2");
     await server.command("PUBLISH", "ch2", "hello");
@@ -116,7 +156,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("latency delays each direction; a blackhole holds commands and a heal delivers them in order", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(true);
     await redis.ping();
     proxy.setLatency(30, 20);
@@ -134,7 +174,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("a heal by reset loses what the blackhole held", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const redis = client(false);
     await redis.ping();
     proxy.blackhole();
@@ -146,7 +186,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("held pushes reach a subscriber only when released, in order, or never when lost; commands pass meanwhile", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     const redis = client(true);
     await sub.subscribe("w");
@@ -171,7 +211,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("losing held pushes loses the messages only: a subscription confirmed meanwhile still completes", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const sub = client(true);
     await sub.subscribe("w");
     const heard: string[] = [];
@@ -188,7 +228,7 @@ describe("RESP proxy against a real redis-server", () => {
   });
 
   it("a stall holds what one command connection sends while another passes, then delivers it in order", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const one = client(true);
     await one.ping();
     const other = client(true);
@@ -209,7 +249,7 @@ describe("RESP proxy against a real redis-server", () => {
     assert.equal(await server.command("GET", key), "2");
   });
   it("stallSender stalls the connection that last sent a text, and onMessage reports each message as it arrives", async () => {
-    proxy = await startRespProxy(server, "p");
+    proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     const one = client(true);
     const other = client(true);
     const sub = client(true);
@@ -235,3 +275,140 @@ describe("RESP proxy against a real redis-server", () => {
   });
 });
 
+/** A raw TCP client that exposes received bytes and lifecycle as promises. */
+function rawClient(port: number) {
+  const socket = net.connect({ host: "127.0.0.1", port });
+  let received = "";
+  let closed = false;
+  const waiters: Array<() => void> = [];
+  socket.on("data", (c: Buffer) => {
+    received += c.toString();
+    for (const w of waiters.splice(0)) w();
+  });
+  socket.on("close", () => (closed = true));
+  const ended = new Promise<string>((resolve) => {
+    socket.on("end", () => resolve("end"));
+    socket.on("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    socket.on("close", () => resolve("close"));
+  });
+  return {
+    socket,
+    connected: new Promise<void>((r) => socket.once("connect", () => r())),
+    ended,
+    /** Bytes received and not yet consumed by receive(), and whether the socket closed. */
+    state: () => ({ received, closed }),
+    /** Resolves once the received text contains `text`, then consumes it. */
+    receive(text: string): Promise<void> {
+      return new Promise((resolve) => {
+        const check = () => {
+          const i = received.indexOf(text);
+          if (i === -1) return void waiters.push(check);
+          received = received.slice(i + text.length);
+          resolve();
+        };
+        check();
+      });
+    },
+  };
+}
+
+const PING = "*1\r\n$4\r\nPING\r\n";
+
+describe("fault proxy, byte framing", () => {
+  let server: RedisServer;
+  let proxy: FaultProxy;
+  const clients: Redis[] = [];
+  const ioredis = (extra: RedisOptions = {}) => {
+    const c = new Redis({
+      host: "127.0.0.1",
+      port: proxy.port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      commandTimeout: 300,
+      retryStrategy: () => 50,
+      ...extra,
+    });
+    c.on("error", () => {}); // expected ECONNRESETs are asserted via events
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    server = await startStandalone();
+    proxy = await startFaultProxy(server);
+  });
+  after(async () => {
+    for (const c of clients) c.disconnect();
+    await proxy?.close();
+    await server?.stop();
+  });
+
+  it("pass forwards traffic both ways", async () => {
+    assert.equal(proxy.blackholed, false);
+    const c = ioredis();
+    await c.connect();
+    assert.equal(await c.set("through-proxy", "1"), "OK");
+    assert.equal(await server.command("GET", "through-proxy"), "1");
+    assert.equal(proxy.connectionCount(), 1);
+    c.disconnect();
+    await eventually(() => proxy.connectionCount() === 0, 2000, "connection count to drop");
+  });
+
+  it('blackhole holds connections silently; heal("drop") heals them, the held bytes lost', async () => {
+    const raw = rawClient(proxy.port);
+    await within(2000, raw.connected, "connect");
+    raw.socket.write(PING);
+    await within(2000, raw.receive("+PONG\r\n"), "PONG in pass mode");
+
+    proxy.blackhole();
+    assert.equal(proxy.blackholed, true);
+    raw.socket.write(PING);
+    // Nothing comes back and the connection is neither closed nor reset.
+    await quietFor(300);
+    assert.deepEqual(raw.state(), { received: "", closed: false });
+
+    // New connections are still accepted and held; commands just time out.
+    // No ready check: its INFO would never be answered.
+    const c = ioredis({ enableReadyCheck: false });
+    await within(2000, c.connect(), "ioredis connect while blackholed");
+    assert.equal(proxy.connectionCount(), 2);
+    await assert.rejects(c.ping(), /timed out|Command timed out/);
+
+    proxy.heal("drop");
+    raw.socket.write(PING);
+    await within(2000, raw.receive("+PONG\r\n"), "PONG after healing");
+    raw.socket.destroy();
+    c.disconnect();
+  });
+
+  it('blackhole holds and heal("deliver") flushes', async () => {
+    const raw = rawClient(proxy.port);
+    await within(2000, raw.connected, "connect");
+    proxy.blackhole();
+    raw.socket.write(PING);
+    await quietFor(200);
+    assert.deepEqual(raw.state(), { received: "", closed: false });
+    proxy.heal("deliver");
+    assert.equal(proxy.blackholed, false);
+    await within(2000, raw.receive("+PONG\r\n"), "buffered PING answered");
+    raw.socket.destroy();
+  });
+
+  it("resetAll resets every connection and clients can reconnect", async () => {
+    const raw = rawClient(proxy.port);
+    const c = ioredis();
+    await c.connect();
+    await within(2000, raw.connected, "raw connect");
+    await eventually(() => proxy.connectionCount() === 2, 2000, "both connections registered");
+
+    const closed = new Promise<void>((r) => c.once("close", () => r()));
+    proxy.resetAll();
+    assert.equal(await within(2000, raw.ended, "raw socket reset"), "ECONNRESET");
+    await within(2000, closed, "ioredis close event");
+
+    await within(5000, new Promise<void>((r) => c.once("ready", () => r())), "ioredis reconnect");
+    assert.equal(await c.ping(), "PONG");
+    c.disconnect();
+  });
+});
