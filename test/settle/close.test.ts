@@ -6,11 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
 import { createClient } from "redis";
 import diagnostics from "node:diagnostics_channel";
 import { ClosedError, LockLostError, Surelock } from "../../src/index.js";
 import { eventually, Harness, quietFor, startsWaiting } from "../helpers/fixtures.js";
-import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
+import { startSentinelSet, startStandalone, type RedisServer, type SentinelSet } from "../helpers/redis-topology.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { assertNoTrace, rejection, settles } from "./support.js";
 
@@ -209,5 +210,40 @@ describe("a wake-up subscription that never completes (a custom adapter)", () =>
     assert.ok(s.ok, `not served: ${String((s as { error?: unknown }).error)}`);
     await s.value.release();
     await Promise.all([holderSide.close(), waiterSide.close()]);
+  });
+});
+
+describe("close() on a Sentinel client (ioredis with failoverDetector)", () => {
+  let set: SentinelSet;
+  let h: Harness;
+  before(async () => { set = await startSentinelSet({ replicas: 0, sentinels: 1 }); h = new Harness(set.primary); });
+  afterEach(() => h.cleanup());
+  after(() => set.stop());
+
+  /** Connections subscribed at the Sentinel now: each client's failover detector, listening for a switch of primary. */
+  const watchers = async (): Promise<number> => {
+    const list = String(await (set.sentinels[0] as RedisServer).command("CLIENT", "LIST"));
+    return list.split("\n").filter((line) => /\b(p?sub)=[1-9]/.test(line)).length;
+  };
+
+  it("the wake-up connection, a duplicate that also watches the Sentinel for failovers, keeps no connection to it once close() quit it (torture seed 4)", async () => {
+    const user = new Redis({ sentinels: set.sentinelAddresses(), name: set.masterName, failoverDetector: true, sentinelRetryStrategy: () => 100 });
+    user.on("error", () => {});
+    h.onCleanup(() => user.disconnect());
+    await user.ping();
+    // The user's client watches the Sentinel (its own failover detector): that one stays.
+    await eventually(async () => (await watchers()) === 1, 3_000, "the user's failover detector at the Sentinel");
+    const locks = new Surelock({ redis: user });
+    const holder = await h.locks().mutex("watched").acquire();
+    const waiting = startsWaiting("watched");
+    const pending = settles(locks.mutex("watched").acquire(), 5_000);
+    await waiting;
+    // The waiter's wake-up connection (a duplicate of the user's client) is up, with a detector of its own.
+    await eventually(async () => (await watchers()) === 2, 3_000, "the wake-up connection's failover detector at the Sentinel");
+    await locks.close();
+    assert.ok(rejection(await pending) instanceof ClosedError);
+    await holder.release();
+    // QUIT ends the duplicate's connection to the primary, not its failover detector's.
+    await eventually(async () => (await watchers()) === 1, 3_000, "only the user's own detector left at the Sentinel");
   });
 });
