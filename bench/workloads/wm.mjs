@@ -15,6 +15,7 @@ import { now, sleep } from "../lib/clock.mjs";
 import { forkChild } from "../lib/ipc.mjs";
 import { watch } from "../lib/probes.mjs";
 import { diff, snapshot } from "../lib/redis-info.mjs";
+import { percentiles } from "../lib/stats.mjs";
 
 export const title = "WM 1,000 waiters on one multiLock (3 keys) or one mutex, ttl 3 s";
 export const TTL_MS = 3_000;
@@ -47,14 +48,21 @@ async function recordScripts(control, us, names) {
       if (!/^evalsha$/i.test(args[0] ?? "")) continue;
       const name = names.get(args[1]) ?? args[1];
       // SLOWLOG keeps 32 arguments of a call, but the third is the number of KEYS: the call's size.
-      const s = (byScript[name] ??= { count: 0, maxUs: 0, totalUs: 0, keysAtMax: NaN });
+      const s = (byScript[name] ??= { count: 0, maxUs: 0, totalUs: 0, keysAtMax: NaN, durationsUs: [] });
       const us = Number(e[2]);
       s.count++;
+      s.durationsUs.push(us);
       s.totalUs += us;
       if (us > s.maxUs) {
         s.maxUs = us;
         s.keysAtMax = Number(args[2]);
       }
+    }
+    for (const s of Object.values(byScript)) {
+      const p = percentiles(s.durationsUs);
+      s.p50Us = p.p50;
+      s.p99Us = p.p99;
+      delete s.durationsUs;
     }
     return byScript;
   };
@@ -106,6 +114,8 @@ async function line(kind, waiters, holdMs, { ports, control, names }) {
       inLine,
       queueMs,
       longestKeepaliveMs: ka.maxUs / 1000,
+      keepaliveP50Ms: ka.p50Us / 1000,
+      keepaliveP99Ms: ka.p99Us / 1000,
       keepaliveKeysAtLongest: ka.keysAtMax,
       slowKeepaliveCalls: ka.count,
       scriptCallsPerSec: (d.calls.evalsha ?? 0) / seconds,

@@ -47,7 +47,7 @@ end
 -- line-holding tickets that stood before it. A set's ticket holds a line only while the set waits
 -- for no holder, so a waiting set is never part of a cycle of waits: two sets that overlap never
 -- each wait for the other, nor a set and a holder of one of its locks. Returns the largest
--- position (0: the head of every queue).
+-- position (0: the head of every queue, else 1).
 local function standAll(locks, ticket, leaseMs, ttl, owner, mode)
   local lapsed = false
   for _, l in ipairs(locks) do

@@ -50,16 +50,20 @@ local function pruneHead(queue, tickets)
 end
 
 -- Puts a ticket at the back of the line, or refreshes its deadline if it stands there already.
--- Returns its position (0 = head).
+-- Returns its position: 0 at the head, 1 behind it. Only the head matters to a waiter (it looks
+-- again when the holder's lease runs out); its exact place would cost a walk of the line (LPOS)
+-- on every attempt and refresh, and a tick that refreshes a line of n waiters the square of n.
 local function stand(queue, tickets, ticket, leaseMs, ttl, permits, mode, owner)
-  if redis.call('HEXISTS', tickets, ticket) == 0 then redis.call('RPUSH', queue, ticket) end
+  local length
+  if redis.call('HEXISTS', tickets, ticket) == 0 then length = redis.call('RPUSH', queue, ticket) end
   redis.call('HSET', tickets, ticket,
     string.format('%d|%d|%d|%s|%s', nowMs() + leaseMs, ttl, permits, mode, owner))
   -- The line outlives its newest ticket's lease, then vanishes on its own.
   local keep = leaseMs * 2
   if redis.call('PTTL', queue) < keep then redis.call('PEXPIRE', queue, keep) end
   if redis.call('PTTL', tickets) < keep then redis.call('PEXPIRE', tickets, keep) end
-  return redis.call('LPOS', queue, ticket)
+  if length then return length == 1 and 0 or 1 end
+  return redis.call('LINDEX', queue, 0) == ticket and 0 or 1
 end
 
 -- Takes a ticket out of line: it is being served (granted at the head, with passed-over tickets
@@ -73,7 +77,7 @@ end
 -- same on every node; ties by ticket id), kept beside its registration as field `<ticket`, so that
 -- every node has the tickets it holds in one and the same order, whatever order they arrived in.
 -- Puts the ticket in its place if it stands nowhere yet (tickets without an order stay ahead of
--- it), then registers or refreshes it as `stand` does. Returns its position (0 = head).
+-- it), then registers or refreshes it as `stand` does. Returns its position (0 at the head, 1 behind it).
 local function standOrdered(queue, tickets, ticket, order, leaseMs, ttl, permits, mode, owner)
   if redis.call('HEXISTS', tickets, ticket) == 0 then
     local before = nil
