@@ -174,14 +174,14 @@ export function wmTable(result) {
     return found.length ? found.map(([name, s]) => `${name} ${ms(s.maxUs / 1000)}`).join(", ") : `< ${ms(result.slowUs / 1000)}`;
   };
   const waitingHeader = [
-    "line", "waiters", "keepalive calls over 0.1 ms: p50 / p99 ms", "longest keepalive call ms (its KEYS)", "keepalive calls/s", "µs per call", "Redis CPU %",
+    "line", "waiters", "keepalive calls over 0.1 ms: p50 / p99 ms", "longest keepalive call ms (its KEYS)", "keepalive calls/s", "quiet: commands per call", "quiet: Redis CPU µs per call", "µs per call", "Redis CPU %",
     "script calls per tick", "PING p50 / p99 / max ms", "PING during ticks p99 / max ms",
   ];
   const waiting = table(waitingHeader, result.rows.map((r) => failed(r)
     ? [r.label, `n/a: ${failed(r)}`, ...Array(waitingHeader.length - 2).fill("")]
     : [r.label, `${int(r.inLine)} of ${int(r.waiters)}`, r.slowKeepaliveCalls ? `${ms(r.keepaliveP50Ms)} / ${ms(r.keepaliveP99Ms)} (${int(r.slowKeepaliveCalls)} calls)` : "none",
       r.slowKeepaliveCalls ? `${ms(r.longestKeepaliveMs)} (${int(r.keepaliveKeysAtLongest)})` : `< ${ms(result.slowUs / 1000)}`,
-      fixed(r.scriptCallsPerSec, 1), int(r.usecPerScriptCall), fixed(r.redisCpuPct, 1), fixed(r.scriptCallsPerBurst, 1),
+      fixed(r.scriptCallsPerSec, 1), int(r.quietCommandsPerCall), int(r.quietCpuUsPerCall), int(r.usecPerScriptCall), fixed(r.redisCpuPct, 1), fixed(r.scriptCallsPerBurst, 1),
       `${ms(r.pingP50Ms)} / ${ms(r.pingP99Ms)} / ${ms(r.pingMaxMs)}`, `${ms(r.pingDuringBurstsP99Ms)} / ${ms(r.pingDuringBurstsMaxMs)}`]));
   const movingHeader = ["line", "queueing: longest call ms", "drain: served", "drain s", "script calls per holder", "publishes per holder", "drain: longest call ms", "leave: longest call ms"];
   const moving = table(movingHeader, result.rows.filter((r) => !failed(r)).map((r) => [

@@ -86,6 +86,12 @@ async function line(kind, waiters, holdMs, { ports, control, names }) {
     // One ticket refresh period at least, so that the arrivals' own refreshes are over.
     await sleep(1_500);
     const queueing = await recordQueueing();
+    // A quiet window first, nobody else talking to the server: Redis's CPU time per keepalive
+    // call (CPU time, unlike SLOWLOG's and commandstats' wall time, does not count the moments a
+    // loaded machine took the CPU away from redis-server in the middle of a call).
+    const quietBefore = await snapshot(control);
+    await sleep(holdMs);
+    const quiet = diff(quietBefore, await snapshot(control));
     // The watched window: keep-alive only (the holder is renewed too).
     const before = await snapshot(control);
     const stopRecording = await recordScripts(control, SLOW_US, names);
@@ -118,6 +124,9 @@ async function line(kind, waiters, holdMs, { ports, control, names }) {
       keepaliveP99Ms: ka.p99Us / 1000,
       keepaliveKeysAtLongest: ka.keysAtMax,
       slowKeepaliveCalls: ka.count,
+      quietCpuUsPerCall: quiet.calls.evalsha ? (1e6 * quiet.cpuSeconds) / quiet.calls.evalsha : NaN,
+      quietUsecPerCall: quiet.calls.evalsha ? quiet.usec.evalsha / quiet.calls.evalsha : NaN,
+      quietCommandsPerCall: quiet.calls.evalsha ? (Object.values(quiet.calls).reduce((a, b) => a + b, 0) - quiet.calls.evalsha) / quiet.calls.evalsha : NaN,
       scriptCallsPerSec: (d.calls.evalsha ?? 0) / seconds,
       usecPerScriptCall: d.calls.evalsha ? d.usec.evalsha / d.calls.evalsha : NaN,
       redisCpuPct: (100 * d.cpuSeconds) / seconds,

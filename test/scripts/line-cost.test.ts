@@ -2,7 +2,8 @@
  * What a waiter's attempt and ticket refresh cost Redis does not grow with the line it stands in
  * (issue 24: 1,000 multiLock waiters, one keepalive tick refreshes them all). Counted as work, not
  * time: the commands the scripts run (INFO commandstats) for the waiters at the back of a line of
- * 10 and of 400 are the same, and none of them walks a list (LPOS, LRANGE, LREM).
+ * 10 and of 400 are the same, and none of them walks a list (LPOS, LRANGE, LREM); a release tells a
+ * bounded number of the multiLock waiters it passes over, not the whole line.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -82,5 +83,24 @@ void describe("a line's length and what its waiters cost", () => {
     // What the keep-alive budget weighs them at (src/store/keepalive-batch.ts): a multiLock waiter
     // three renewals per key, a mutex waiter one; a renewal runs 2 or 3 commands (HMGET, PTTL, PEXPIRE).
     assert.ok(total(short.refreshMulti) / 8 <= 3 * 3 * 4, `a multiLock waiter's refresh: ${total(short.refreshMulti) / 8} commands`);
+  });
+
+  void it("a release tells the first 8 multiLock waiters it passes over, not all 30; the others' refresh finds every lock free and tells them to attempt", async () => {
+    const set = ["a", "b", "c"].map((x) => b.exclusive(`told:${x}`));
+    assert.equal((await b.run(acquireMulti(set, "holder"))).status, "founded");
+    const waiters = Array.from({ length: 30 }, (_, i) => `w${i}`);
+    for (const w of waiters) assert.equal((await b.run(acquireMulti(set, w))).status, "busy");
+    const release = scripts.releaseMulti.call({}, { hold: "holder", entry: "holder", keep: 60_000, window: 10_000, grant: "1", publish: "PUBLISH" },
+      { keys: freeing(set, "holder") });
+    const heard = await Promise.all(set.map((k) => b.listen(k.channel)));
+    try {
+      const commands = await commandsOf(release);
+      await b.redis.ping();
+      assert.equal(commands.publish, 3 * 8, "8 told per key");
+      for (const h of heard) assert.deepEqual(h.messages, waiters.slice(0, 8).map((w) => `t ${w}`), "the first 8 in line");
+    } finally {
+      for (const h of heard) h.close();
+    }
+    assert.deepEqual(ticketState((await b.run(refreshMulti(set, ["w29"])))[0]), { status: "turn" }, "the last one learns at its refresh");
   });
 });

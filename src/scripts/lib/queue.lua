@@ -12,7 +12,9 @@ end
 
 -- The first live ticket that holds the line, after dropping the lapsed ones at the head; nil if
 -- there is none. A multiLock's waiter that waits for a holder (mode 'n', lib/multi.lua) holds
--- nobody back: it is passed over, and its ticket added to `passed` when that is given.
+-- nobody back: it is passed over, and its ticket added to `passed` when that is given (the first
+-- PASSED_TOLD of them: see handOver, lib/exclusive.lua).
+local PASSED_TOLD = 8
 local function liveHead(queue, tickets, passed)
   local i = 0
   local id = redis.call('LINDEX', queue, 0)
@@ -20,7 +22,7 @@ local function liveHead(queue, tickets, passed)
     local t = ticketOf(tickets, id)
     if t and t.deadline > nowMs() then
       if t.mode ~= 'n' then return t end
-      if passed then passed[#passed + 1] = id end
+      if passed and #passed < PASSED_TOLD then passed[#passed + 1] = id end
       i = i + 1
     elseif i == 0 then
       redis.call('LPOP', queue)
