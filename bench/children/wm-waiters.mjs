@@ -3,6 +3,7 @@
 // wait while its watchdog keeps their tickets alive. Told "drain", the holder releases and each
 // waiter, once it holds the set, releases it at once: the line drains one holder after another.
 // Told "leave" instead, every waiter gives up (its acquire is aborted).
+import { setMaxListeners } from "node:events";
 import { Surelock } from "../../dist/index.js";
 import { connect, disconnect } from "../libs/common.mjs";
 import { now } from "../lib/clock.mjs";
@@ -19,6 +20,8 @@ process.once("message", async ({ port, kind, keys, waiters, ttlMs }) => {
   const lockOf = (locks) => (kind === "multi" ? locks.multiLock(keys) : locks.mutex(keys[0]));
   const held = await lockOf(holderLocks).acquire();
   const stop = new AbortController();
+  // Every waiter listens to this one signal.
+  setMaxListeners(0, stop.signal);
   let served = 0;
   let failed = 0;
   let lastServedAt = 0;
