@@ -2,12 +2,15 @@
 -- what its waiter asked for, "<deadline ms>|<ttl ms>|<permits>|<mode>|<owner>". A ticket is live
 -- until its deadline (its waiter refreshes it); lapsed tickets are dropped from the head by
 -- whichever script looks. A ticket is also the id of the hold its waiter will found.
-local function ticketOf(tickets, ticket)
-  local reg = redis.call('HGET', tickets, ticket)
+local function parseTicket(ticket, reg)
   if not reg then return nil end
   local deadline, ttl, permits, mode, owner = string.match(reg, '^(%d+)|(%d+)|(%d+)|(%a)|(.*)$')
   return { id = ticket, deadline = tonumber(deadline), ttl = tonumber(ttl), permits = tonumber(permits),
     mode = mode, owner = owner }
+end
+
+local function ticketOf(tickets, ticket)
+  return parseTicket(ticket, redis.call('HGET', tickets, ticket))
 end
 
 -- The first live ticket that holds the line, after dropping the lapsed ones at the head; nil if
@@ -16,24 +19,30 @@ end
 -- PASSED_TOLD of them: see handOver, lib/exclusive.lua).
 local PASSED_TOLD = 8
 local function liveHead(queue, tickets, passed)
-  local i = 0
-  local id = redis.call('LINDEX', queue, 0)
-  while id do
-    local t = ticketOf(tickets, id)
-    if t and t.deadline > nowMs() then
-      if t.mode ~= 'n' then return t end
-      if passed and #passed < PASSED_TOLD then passed[#passed + 1] = id end
-      i = i + 1
-    elseif i == 0 then
-      redis.call('LPOP', queue)
-      redis.call('HDEL', tickets, id, '<' .. id)
-    else
-      -- Lapsed behind a passed-over ticket: not live; dropped once it reaches the head.
-      i = i + 1
+  -- i: the index of the next ticket to look at. The head alone first (usually the answer), then
+  -- 16 at a time (one LRANGE and one HMGET), as a line of waiters passed over can be long.
+  local i, size = 0, 1
+  while true do
+    local ids = redis.call('LRANGE', queue, i, i + size - 1)
+    if #ids == 0 then return nil end
+    local regs = redis.call('HMGET', tickets, unpack(ids))
+    for j, id in ipairs(ids) do
+      local t = parseTicket(id, regs[j])
+      if t and t.deadline > nowMs() then
+        if t.mode ~= 'n' then return t end
+        if passed and #passed < PASSED_TOLD then passed[#passed + 1] = id end
+        i = i + 1
+      elseif i == 0 then
+        -- Lapsed at the head: dropped (the next one is the head now, at index 0 still).
+        redis.call('LPOP', queue)
+        redis.call('HDEL', tickets, id, '<' .. id)
+      else
+        -- Lapsed behind a passed-over ticket: not live; dropped once it reaches the head.
+        i = i + 1
+      end
     end
-    id = redis.call('LINDEX', queue, i)
+    size = 16
   end
-  return nil
 end
 
 -- Drops the lapsed tickets at the head of a line (what liveHead prunes), and nothing more: for a
