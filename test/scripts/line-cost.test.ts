@@ -107,5 +107,8 @@ void describe("a line's length and what its waiters cost", () => {
       for (const h of heard) h.close();
     }
     assert.deepEqual(ticketState((await b.run(refreshMulti(set, ["w29"])))[0]), { status: "turn" }, "the last one learns at its refresh");
+    // Which looks for a ticket holding a line ahead of it, 16 per LRANGE and HMGET: no HGET per ticket.
+    const refresh = await commandsOf(refreshMulti(set, ["w29"]));
+    assert.ok((refresh.hget ?? 0) <= 10 && (refresh.lrange ?? 0) + (refresh.hmget ?? 0) <= 3 * 4, JSON.stringify(refresh));
   });
 });
