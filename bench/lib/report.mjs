@@ -183,10 +183,11 @@ export function wmTable(result) {
       r.slowKeepaliveCalls ? `${ms(r.longestKeepaliveMs)} (${int(r.keepaliveKeysAtLongest)})` : `< ${ms(result.slowUs / 1000)}`,
       fixed(r.scriptCallsPerSec, 1), int(r.quietCommandsPerCall), int(r.quietCpuUsPerCall), int(r.usecPerScriptCall), fixed(r.redisCpuPct, 1), fixed(r.scriptCallsPerBurst, 1),
       `${ms(r.pingP50Ms)} / ${ms(r.pingP99Ms)} / ${ms(r.pingMaxMs)}`, `${ms(r.pingDuringBurstsP99Ms)} / ${ms(r.pingDuringBurstsMaxMs)}`]));
-  const movingHeader = ["line", "queueing: longest call ms", "drain: served", "drain s", "script calls per holder", "publishes per holder", "drain: longest call ms", "leave: longest call ms"];
+  const movingHeader = ["line", "queueing: longest call ms", "drain: served", "drain s", "script calls per holder", "publishes per holder", "commands per holder", "Redis CPU per holder ms", "drain: longest call ms", "leave: longest call ms"];
   const moving = table(movingHeader, result.rows.filter((r) => !failed(r)).map((r) => [
     r.label, longest(r.queueing, ["acquire-multi", "acquire", "keepalive"]), `${int(r.drained)} of ${int(r.waiters)}`, fixed(r.drainMs / 1000, 1),
     fixed(r.drainScriptCalls / Math.max(1, r.drained), 1), fixed(r.drainPublishes / Math.max(1, r.drained), 1),
+    int(r.drainCommands / Math.max(1, r.drained)), ms((1000 * r.drainCpuSeconds) / Math.max(1, r.drained)),
     longest(r.draining, ["acquire-multi", "release-multi", "acquire", "release", "keepalive", "leave-multi", "leave-queue"]),
     longest(r.leaving, ["leave-multi", "leave-queue", "keepalive"]),
   ]));

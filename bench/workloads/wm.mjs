@@ -146,6 +146,8 @@ async function line(kind, waiters, holdMs, { ports, control, names }) {
       drainMs: drained.ms,
       drainScriptCalls: dd.calls.evalsha ?? 0,
       drainPublishes: (dd.calls.publish ?? 0) + (dd.calls.spublish ?? 0),
+      drainCommands: Object.entries(dd.calls).reduce((n, [name, c]) => n + (name === "evalsha" ? 0 : c), 0),
+      drainCpuSeconds: dd.cpuSeconds,
       draining,
       leftAfterDrain: waiters - drained.served,
       leaving,
