@@ -4,6 +4,7 @@
 //                                 and the charts in docs/bench/
 //   npm run bench -- --quick      shorter windows (~1 minute); writes bench/results/quick.*
 //   npm run bench -- --only W2    one workload (or a list: W2,W3); writes bench/results/quick.*
+//   npm run bench -- --only WM    1,000 multiLock waiters behind one holder (surelock only; --waiters N)
 //   npm run bench -- --libs surelock,floor   only these libraries (module names); writes bench/results/quick.*
 //   add --charts to a quick/partial run to redraw docs/bench/*.svg from it anyway
 //   npm run bench -- --profile W1 where a W1 cycle's client CPU goes (profile.mjs; no results file)
@@ -20,7 +21,7 @@ import { Redis } from "ioredis";
 import { now, within } from "./lib/clock.mjs";
 import { charts } from "./lib/charts.mjs";
 import { redisVersion } from "./lib/redis-info.mjs";
-import { contendedTable, w1Table, w4Table, w5Table, w6Table, wqTable } from "./lib/report.mjs";
+import { contendedTable, w1Table, w4Table, w5Table, w6Table, wmTable, wqTable } from "./lib/report.mjs";
 import { scorecard } from "./lib/scorecard.mjs";
 import { startRedis, stopAll, watchServer } from "./lib/servers.mjs";
 import { lineUp } from "./libs/index.mjs";
@@ -31,6 +32,7 @@ import * as W4 from "./workloads/w4.mjs";
 import * as W5 from "./workloads/w5.mjs";
 import * as W6 from "./workloads/w6.mjs";
 import * as WQ from "./workloads/wq.mjs";
+import * as WM from "./workloads/wm.mjs";
 import { RETRY_DELAY_MS as FLOOR_RETRY_MS } from "./libs/floor.mjs";
 
 const root = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
@@ -49,7 +51,7 @@ if (argv.includes("--profile")) {
 const quick = argv.includes("--quick");
 const onlyAt = argv.indexOf("--only");
 const only = onlyAt === -1 ? undefined : new Set((argv[onlyAt + 1] ?? "").toUpperCase().split(",").filter(Boolean));
-const ALL = ["W1", "W2", "W3", "W4", "W5", "W6", "WQ"];
+const ALL = ["W1", "W2", "W3", "W4", "W5", "W6", "WQ", "WM"];
 if (only && [...only].some((w) => !ALL.includes(w))) {
   console.error(`--only takes one or more of ${ALL.join(", ")} (comma-separated)`);
   process.exit(2);
@@ -63,7 +65,7 @@ if (libs && libs.length === 0) {
   process.exit(2);
 }
 const picked = (entry) => !libs || libs.some((l) => entry.id === l || entry.id.startsWith(`${l}:`));
-const full = !quick && !only && !libs && !argv.includes("--leases");
+const full = !quick && !only && !libs && !argv.includes("--leases") && !argv.includes("--waiters");
 const outName = full ? "latest" : "quick";
 const drawCharts = full || argv.includes("--charts");
 
@@ -73,12 +75,12 @@ const TIMING = quick
   ? {
     W1: { warmupMs: 200, durationMs: 700 }, W2: { warmupMs: 300, durationMs: 800 }, W3: { warmupMs: 300, durationMs: 800 },
     W4: { warmupMs: 200, durationMs: 700 }, W5: { holdTtls: 1, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
-    WQ: { warmupMs: 300, durationMs: 800 },
+    WQ: { warmupMs: 300, durationMs: 800 }, WM: { holdTtls: 1, sizes: [1_000] },
   }
   : {
     W1: { warmupMs: 400, durationMs: 1500, rounds: 2 }, W2: { warmupMs: 1000, durationMs: 3000 }, W3: { warmupMs: 1000, durationMs: 3000 },
     W4: { warmupMs: 500, durationMs: 2500 }, W5: { holdTtls: 2, sizes: [10_000, 100_000] }, W6: { keys: 50_000 },
-    WQ: { warmupMs: 1000, durationMs: 3000 },
+    WQ: { warmupMs: 1000, durationMs: 3000 }, WM: { holdTtls: 2, sizes: [1_000] },
   };
 
 // --leases 100000 (or 10000,100000): W5's lease counts instead of the default ones.
@@ -90,6 +92,17 @@ if (leasesAt !== -1) {
     process.exit(2);
   }
   TIMING.W5.sizes = sizes;
+}
+
+// --waiters 1000 (or 100,1000): WM's line lengths.
+const waitersAt = argv.indexOf("--waiters");
+if (waitersAt !== -1) {
+  const sizes = (argv[waitersAt + 1] ?? "").split(",").map(Number);
+  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+    console.error("--waiters takes one or more line lengths (comma-separated), e.g. --waiters 100,1000");
+    process.exit(2);
+  }
+  TIMING.WM.sizes = sizes;
 }
 
 if (!existsSync(root("dist/index.js"))) {
@@ -163,6 +176,7 @@ const WORKLOADS = {
   W5: { module: W5, table: (r) => w5Table(r) },
   W6: { module: W6, floor: true, table: (r) => w6Table(r) },
   WQ: { module: WQ, floor: true, table: (r) => wqTable(r) },
+  WM: { module: WM, table: (r) => wmTable(r) },
 };
 
 const NOTES = {
@@ -172,6 +186,7 @@ const NOTES = {
   W4: "one loop, no contention; every library over the same 5 redis-servers (retry settings play no part without contention, so one row per library; surelock and the floor also on one of the nodes). loopback: the 5 redis-servers, the client and everything else share 2 cores, so a quorum pays in CPU what a network would make it pay in waiting. +N ms each way: every connection goes through a proxy (a process of its own) that holds each byte back N ms in each direction, as a network between hosts would. \"surelock quorum/this p50\" compares acquire+release p50 with surelock's quorum row on the same network (< 1: surelock faster); \"this/floor p50\" compares it with the floor on the same network and the same number of nodes (1 = as fast as the floor).",
   W5: "Leases with ttl 3 s, taken in chunks of 1,000 by a separate process, then held for two windows of the same length while the library renews them by itself. First window, nobody else talks to the server; counted by it: script calls (EVALSHA, EVAL, FCALL), all commands (INFO commandstats, which also counts the commands run inside scripts), Redis CPU = server CPU time / wall time, µs per script call = commandstats usec / calls. Second window: longest script call = the longest script call in SLOWLOG (threshold 0.5 ms; \"< 0.5\": none that long); renewal bursts from INFO commandstats read every 10 ms (so a burst spans at least 10 ms); script calls with less than 150 ms of quiet between them form one burst (a tick of surelock's watchdog; libraries that renew each lease on its own timer show few, long bursts). bystander = another connection sending PING after PING, from the bench process (on 2 cores it competes for CPU with the holder and the server, so its max includes some scheduling noise); \"during bursts\" = PINGs that were waiting at some moment of a burst. Client RSS / heap per lease = the holding process after − before taking the leases (both after a full GC, --expose-gc), divided by the leases held. lost = leases the library reported lost by the end of the second window. \"surelock/this\" < 1: surelock costs less.",
   WQ: "W2's section and figures over a quorum: 10 workers in one process on one key, every library over the same 5 redis-servers, then over 3 of them (the counter on the bench's own server). Redlock implementations and redis-semaphore's RedlockMutex take a majority on their own terms; the floor is a bare Redlock (SET NX PX on every node in parallel, held with a majority, compare-and-delete everywhere, a refused attempt retried after 1 ms: no safety). commands/section and script calls/section: what the busiest node ran per section in the window (INFO commandstats; commands run inside scripts count too). \"this/floor changes/s\": the row's holder changes/s over the floor's on as many nodes.",
+  WM: "surelock only (no peer has a multi-key lock). One process: a holder (a Surelock of its own) holds a multiLock of 3 keys, or a mutex of the first, while 1,000 acquires of the same set (or mutex) on another Surelock wait behind it, their tickets refreshed by that Surelock's watchdog (ticket lease 3 s, refreshed every second). While they wait, for two ttl windows (one with --quick): longest keepalive call = the longest keepalive script call in SLOWLOG (threshold 0.1 ms; in parentheses the number of KEYS it carried: 12 per multiLock waiter, 4 per mutex waiter, 1 per key of a renewed hold), keepalive calls/s, µs per call and Redis CPU from INFO commandstats and cpu; script calls per tick = script calls per burst (INFO commandstats every 10 ms, calls with less than 150 ms of quiet between them form one burst); PING = a bystander sending PING after PING from the bench process (p50 / p99 / max over the whole window, then those waiting at some moment of a burst). While the line moves: queueing = the waiters' arrivals (until all stand in line, and 1.5 s more); drain = the holder releases, each waiter releases as soon as it holds (bounded to 60 s): script calls and publishes per holder served, the longest call of each script; leave = what still waits gives up.",
   W6: "Each library acquires and releases every key once (50 loops in parallel, no contention), after one warm-up cycle on another key. used_memory Δ = INFO memory after − before, over the keys released (right after the last release); MEMORY USAGE = what the keys still there weigh (SCAN, then PTTL and MEMORY USAGE of each key). Averaged over a day = used_memory Δ per key × the share of a day the surveyed bytes will still live (Σ bytes × min(PTTL, 1 day) / (Σ bytes × 1 day); a key without a TTL counts the whole day). The floor deletes its key: it shows what \"nothing left\" reads as (used_memory moves by a few bytes per key either way).",
 };
 

@@ -165,3 +165,31 @@ export function wqTable(result) {
   });
   return table(header, rows);
 }
+
+/** WM: per line (multiLock waiters, mutex waiters), keep-alive while it waits, then its drain. */
+export function wmTable(result) {
+  if (result.rows.length === 0) return `n/a: ${result.note ?? "nothing ran"}`;
+  const longest = (byScript, names) => {
+    const found = names.map((name) => [name, byScript?.[name]]).filter(([, s]) => s && s.count > 0);
+    return found.length ? found.map(([name, s]) => `${name} ${ms(s.maxUs / 1000)}`).join(", ") : `< ${ms(result.slowUs / 1000)}`;
+  };
+  const waitingHeader = [
+    "line", "waiters", "keepalive calls over 0.1 ms: p50 / p99 ms", "longest keepalive call ms (its KEYS)", "keepalive calls/s", "quiet: commands per call", "quiet: Redis CPU µs per call", "µs per call", "Redis CPU %",
+    "script calls per tick", "PING p50 / p99 / max ms", "PING during ticks p99 / max ms",
+  ];
+  const waiting = table(waitingHeader, result.rows.map((r) => failed(r)
+    ? [r.label, `n/a: ${failed(r)}`, ...Array(waitingHeader.length - 2).fill("")]
+    : [r.label, `${int(r.inLine)} of ${int(r.waiters)}`, r.slowKeepaliveCalls ? `${ms(r.keepaliveP50Ms)} / ${ms(r.keepaliveP99Ms)} (${int(r.slowKeepaliveCalls)} calls)` : "none",
+      r.slowKeepaliveCalls ? `${ms(r.longestKeepaliveMs)} (${int(r.keepaliveKeysAtLongest)})` : `< ${ms(result.slowUs / 1000)}`,
+      fixed(r.scriptCallsPerSec, 1), int(r.quietCommandsPerCall), int(r.quietCpuUsPerCall), int(r.usecPerScriptCall), fixed(r.redisCpuPct, 1), fixed(r.scriptCallsPerBurst, 1),
+      `${ms(r.pingP50Ms)} / ${ms(r.pingP99Ms)} / ${ms(r.pingMaxMs)}`, `${ms(r.pingDuringBurstsP99Ms)} / ${ms(r.pingDuringBurstsMaxMs)}`]));
+  const movingHeader = ["line", "queueing: longest call ms", "drain: served", "drain s", "script calls per holder", "publishes per holder", "commands per holder", "Redis CPU per holder ms", "drain: longest call ms", "leave: longest call ms"];
+  const moving = table(movingHeader, result.rows.filter((r) => !failed(r)).map((r) => [
+    r.label, longest(r.queueing, ["acquire-multi", "acquire", "keepalive"]), `${int(r.drained)} of ${int(r.waiters)}`, fixed(r.drainMs / 1000, 1),
+    fixed(r.drainScriptCalls / Math.max(1, r.drained), 1), fixed(r.drainPublishes / Math.max(1, r.drained), 1),
+    int(r.drainCommands / Math.max(1, r.drained)), ms((1000 * r.drainCpuSeconds) / Math.max(1, r.drained)),
+    longest(r.draining, ["acquire-multi", "release-multi", "acquire", "release", "keepalive", "leave-multi", "leave-queue"]),
+    longest(r.leaving, ["leave-multi", "leave-queue", "keepalive"]),
+  ]));
+  return `**While they wait**\n\n${waiting}\n\n**While the line moves**\n\n${moving}`;
+}

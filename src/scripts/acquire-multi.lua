@@ -17,7 +17,7 @@
 -- holds a hold without a PTTL.
 -- Returns {1, hold, pttl, token, lease token, ...} founded (pttl: the shortest among the locks) (a token and a lease token per key, in
 -- KEYS order; the lease token is field l, written by raise-fence in quorum mode, else the token);
--- {2, hold, pttl, token, lease token, ...} entered; {0, wait ms, position, 0} busy (position -1:
+-- {2, hold, pttl, token, lease token, ...} entered; {0, wait ms, position, 0} busy (position 0: at the head of every line, 1: behind a head, -1:
 -- not queued; wait ms: the longest PTTL among the locks held by others); {-1} the hold to re-enter
 -- is gone (or is no longer on every lock).
 --@include lib/clock.lua

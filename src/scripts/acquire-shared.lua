@@ -14,7 +14,7 @@
 -- answers what the first run answered; every key keeps a PTTL covering its live holds.
 -- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
 -- (`lease token`: the one the hold's quorum chose, else its own); {0, wait ms, position,
--- counter} busy (position -1: not queued; counter: the lock's counter now, as in
+-- counter} busy (position 0: at the head, 1: behind it, -1: not queued; counter: the lock's counter now, as in
 -- acquire.lua); {-1} the hold to join
 -- is gone; {-2, limit} the semaphore is stored with another limit (not set on purpose), or has
 -- fewer than `permits`.

@@ -16,7 +16,7 @@
 -- Returns {1, token, hold, pttl, lease token} founded; {2, token, hold, pttl, lease token} entered
 -- a live hold (`token` the hold's own on this node; `lease token` the one its quorum chose, field
 -- l, written by raise-fence, else the same);
--- {0, wait ms, position, counter} busy (position -1: not queued; counter: the lock's counter now,
+-- {0, wait ms, position, counter} busy (position 0: at the head, 1: behind it, -1: not queued; counter: the lock's counter now,
 -- or the server clock in µs when its hash is gone, lib/counter.lua, so a waiter can tell a grant
 -- made after this reply from one made before); {-1} the hold to
 -- re-enter is gone.

@@ -25,7 +25,7 @@
 -- waiter would leave a ghost ticket at its early place); nothing is founded here.
 -- Returns one reply per item. Holds: 1 renewed, 0 gone, -1 held by another hold. Tickets:
 -- {1, token, pttl} already granted; {2} the lock is free and it is the head: attempt now;
--- {0, position, counter} waiting (counter: the lock's counter now, as in acquire.lua); {3} its hold was granted and
+-- {0, position, counter} waiting (position 0 at the head, 1 behind it; counter: the lock's counter now, as in acquire.lua); {3} its hold was granted and
 -- given back already (a late refresh: nothing done). A multi-key waiter is never granted: {2}
 -- when every lock is free with no line held ahead of it (or when it held the lines back while a
 -- lock was taken: its attempt stands aside), {0, position, 0} otherwise (position -1, not

@@ -92,6 +92,28 @@ describe("multiLock", () => {
     assert.ok(multi.some((n) => n > 1), "calls carry several waiters");
   });
 
+  it("the watchdog weighs a mutex waiter's refresh at three renewals: at most 33 per keepalive call (issue 24)", async () => {
+    const names = new Map(Object.values(scripts).map((sc) => [sc.sha, sc.name]));
+    const perCall: number[] = [];
+    const monitor = await h.client().monitor();
+    h.onCleanup(() => monitor.disconnect());
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toUpperCase() === "EVALSHA" && names.get(args[1] ?? "") === "keepalive") perCall.push(args.filter((a) => a === "q").length);
+    });
+    const held = await h.locks().mutex("mq").acquire();
+    const locks = h.locks({ ttl: 600, pollInterval: 100 });
+    const stop = new AbortController();
+    const waiting = Array.from({ length: 80 }, () => locks.mutex("mq").acquire({ signal: stop.signal }).catch(() => null));
+    // A refresh of every waiter: 80 'q' items (cost 3 each, budget 100) in calls of at most 33.
+    await eventually(() => perCall.reduce((n, x) => n + x, 0) >= 160, 10_000, "two rounds of refreshes");
+    stop.abort();
+    await Promise.all(waiting);
+    await held.release();
+    const refreshes = perCall.filter((n) => n > 0);
+    assert.ok(refreshes.length > 0 && refreshes.every((n) => n <= 33), `waiters per keepalive call: ${refreshes.join(", ")}`);
+    assert.ok(refreshes.some((n) => n > 16), "calls carry many waiters");
+  });
+
   it("a flow that holds one of its keys and asks for another is not stuck behind the waiting set", async () => {
     const locks = h.locks();
     const other = h.locks();

@@ -78,9 +78,12 @@ end
 -- costs no more than that; the grant is announced as "g <ticket> <token> <pttl>" (to the ticket's
 -- own instance: `tell`, lib/queue.lua). In quorum mode nodes would grant to different heads, so
 -- the head is only told it is its turn ("t <ticket>"). A multiLock's waiter ('m', lib/multi.lua)
--- at the head is only told its turn: it must take all of its locks at once. MultiLock waiters
--- passed over (waiting for a holder, 'n') are told too, unless `quietPassed`: a hold ended, they
--- may be able to take all of their locks now. With nobody live in line the hash keeps its counter
+-- at the head is only told its turn: it must take all of its locks at once. The first
+-- PASSED_TOLD multiLock waiters passed over (waiting for a holder, 'n') are told too, unless
+-- `quietPassed`: a hold ended, they may be able to take all of their locks now. Not all of them:
+-- a line of a thousand such waiters would be told a thousand times per release, and each would
+-- attempt, for one of them to take the lock (the square of the line per drained line); those
+-- further back attempt when their ticket refresh finds every lock of theirs free (keepalive.lua). With nobody live in line the hash keeps its counter
 -- for `keep` ms. A grant to a ticket of instance `here` (the caller's own, who hands it over from
 -- the reply) is not announced; its waiter also learns of it from its next ticket refresh, should
 -- the reply be lost. A grant's short PTTL would end the hash's epoch early: it is recorded in

@@ -17,15 +17,17 @@ local function locksOf(size)
 end
 
 -- Whether a live ticket that holds the line stands ahead of `ticket` in `l`'s queue (anywhere in
--- it, if `ticket` does not stand there). Read a few at a time: the answer is usually near the
--- head, and a line can be thousands long.
+-- it, if `ticket` does not stand there). Read 16 at a time (one LRANGE, one HMGET): the answer is
+-- usually near the head, and a line can be thousands long.
 local function lineAhead(l, ticket)
   local from = 0
   while true do
     local ids = redis.call('LRANGE', l.queue, from, from + 15)
-    for _, id in ipairs(ids) do
+    if #ids == 0 then return false end
+    local regs = redis.call('HMGET', l.tickets, unpack(ids))
+    for j, id in ipairs(ids) do
       if id == ticket then return false end
-      local t = ticketOf(l.tickets, id)
+      local t = parseTicket(id, regs[j])
       if t and t.deadline > nowMs() and t.mode ~= 'n' then return true end
     end
     if #ids < 16 then return false end
@@ -47,7 +49,7 @@ end
 -- line-holding tickets that stood before it. A set's ticket holds a line only while the set waits
 -- for no holder, so a waiting set is never part of a cycle of waits: two sets that overlap never
 -- each wait for the other, nor a set and a holder of one of its locks. Returns the largest
--- position (0: the head of every queue).
+-- position (0: the head of every queue, else 1).
 local function standAll(locks, ticket, leaseMs, ttl, owner, mode)
   local lapsed = false
   for _, l in ipairs(locks) do
