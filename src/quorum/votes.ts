@@ -114,17 +114,18 @@ export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, 
   }
   for (const [hold, g] of byHold) {
     if (g.count < m || !(g.agree || all)) continue;
-    // Counters that agree (the usual case) settle with the fastest majority; the counters of a
-    // hold founded now that disagree wait for every node, so the largest token is chosen and every
-    // counter raised to it.
-    if (g.entered === 0) return { outcome: "won", hold, token: g.token, entered: false };
-    // Entering a hold that was there: its token was chosen when it was founded, and every node of
-    // that quorum reports it (its own, or the recorded one), so a majority does. A node outside
-    // that quorum may keep a copy of the hold under a token of its own (its part was never
-    // counted, and its give-back was lost): its token is not the hold's, larger or not. Without a
-    // majority reporting one token the hold's is not known: undecided, as a split vote.
+    // Counters that agree (the usual case) settle with the fastest majority; otherwise every node
+    // is waited for. A token a majority reports is the hold's: founded now, it exceeds every
+    // earlier lease's (one of those nodes is in that lease's majority); entered, it is the one
+    // chosen at the founding, which every node of that quorum reports (its own, or the recorded
+    // one). A node outside that quorum may keep a copy of the hold under a token of its own (its
+    // part was never counted, and its give-back was lost), and a joiner that comes while a founding
+    // raises the nodes behind reads their own tokens: neither is taken, larger or not.
     const chosen = [...g.reported.values()].find((r) => r.count >= m);
     if (chosen) return { outcome: "won", hold, token: chosen.token, entered: g.entered >= m, ...(chosen.tokens && { tokens: chosen.tokens }) };
+    // Founded now, no majority agrees: the largest token is chosen and every counter raised to it.
+    if (g.entered === 0) return { outcome: "won", hold, token: g.token, entered: false };
+    // Entered, and no majority reports one token: the hold's is not known. Undecided, as a split vote.
   }
   if (!all && [...byHold.values()].some((g) => g.count >= m)) return undefined;
   const missing = n - votes.length;
