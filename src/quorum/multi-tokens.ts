@@ -27,13 +27,15 @@ export function withinTokens(tokens: readonly bigint[] | undefined, chosen: read
 
 /**
  * The raises one node needs so that no counter of the hold's keys there stays below the lease's
- * token: `own` is its own token (the first key's for a multi-key hold), `ownTokens` every key's.
+ * token and every key there reports it: `token` is the lease token the node reported (the first
+ * key's for a multi-key hold), `tokens` every key's. One that reports a larger token (a copy of
+ * the hold under its own, never counted) keeps its counter and gets the lease's recorded beside it.
  */
-export function raisesFor(target: LockTarget, ref: HoldRef, own: bigint, ownTokens: readonly bigint[] | undefined): { target: SingleTarget; chosen: bigint }[] {
-  if (target.family !== "multi") return own < ref.token ? [{ target, chosen: ref.token }] : [];
+export function raisesFor(target: LockTarget, ref: HoldRef, token: bigint, tokens: readonly bigint[] | undefined): { target: SingleTarget; chosen: bigint }[] {
+  if (target.family !== "multi") return token !== ref.token ? [{ target, chosen: ref.token }] : [];
   const chosen = ref.tokens ?? [];
   return target.keys.each.flatMap((keys, k) => {
     const want = chosen[k] ?? 0n;
-    return (ownTokens?.[k] ?? 0n) < want ? [{ target: { family: "exclusive", keys } as const, chosen: want }] : [];
+    return (tokens?.[k] ?? 0n) !== want ? [{ target: { family: "exclusive", keys } as const, chosen: want }] : [];
   });
 }

@@ -57,8 +57,9 @@ export class QuorumStore implements Store {
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
       const nodeTokens = this.#nodes.map(() => 0n);
-      /** A multi-key hold: each node's own token per key. */
-      const ownTokens: (readonly bigint[] | undefined)[] = this.#nodes.map(() => undefined);
+      /** The lease token each node of the hold reports (its recorded one, else its own); per key for a multi-key hold. */
+      const reported = this.#nodes.map(() => 0n);
+      const reportedTokens: (readonly bigint[] | undefined)[] = this.#nodes.map(() => undefined);
       let won: { hold: string; token: bigint; tokens: bigint[] | undefined } | undefined;
       let outcome: AcquireDecision["outcome"] | undefined;
       const { decision, votes, rest } = await fanOut(
@@ -66,7 +67,7 @@ export class QuorumStore implements Store {
         (i) => this.#store(i).acquire(call),
         (sofar, all) => {
           const d = decideAcquire(sofar, this.#nodes.length, all, need);
-          if (d?.outcome === "won") won = { hold: d.hold, token: d.token, tokens: chosenTokens(sofar, d.hold) };
+          if (d?.outcome === "won") won = { hold: d.hold, token: d.token, tokens: d.tokens ? [...d.tokens] : chosenTokens(sofar, d.hold) };
           outcome = d?.outcome;
           return d;
         },
@@ -77,7 +78,8 @@ export class QuorumStore implements Store {
           if (vote.ok && (vote.value.status === "founded" || vote.value.status === "entered") && vote.value.ref.hold === won?.hold &&
             vote.value.leaseToken <= won.token && withinTokens(vote.value.leaseTokens, won.tokens)) {
             nodeTokens[vote.node] = vote.value.ref.token;
-            ownTokens[vote.node] = vote.value.ref.tokens;
+            reported[vote.node] = vote.value.leaseToken;
+            reportedTokens[vote.node] = vote.value.leaseTokens;
             return undefined;
           }
           if (queued && (outcome === "busy" || outcome === "split")) return this.#keepPlace(vote, call);
@@ -87,7 +89,8 @@ export class QuorumStore implements Store {
       for (const v of votes) {
         if (v.ok && (v.value.status === "founded" || v.value.status === "entered") && v.value.ref.hold === won?.hold) {
           nodeTokens[v.node] = v.value.ref.token;
-          ownTokens[v.node] = v.value.ref.tokens;
+          reported[v.node] = v.value.leaseToken;
+          reportedTokens[v.node] = v.value.leaseTokens;
         }
       }
       if (decision.outcome === "won") {
@@ -97,7 +100,11 @@ export class QuorumStore implements Store {
         const leave = queued
           ? Promise.all(votes.filter((v) => !v.ok || v.value.status === "busy").map((v) => this.#store(v.node).abandon(call).catch(() => {})))
           : undefined;
-        const raised = await this.#raise(call, ref, ownTokens, need);
+        // A vote that failed before the decision may still have taken its node's part (its reply
+        // was lost): given back, as a late one is. Kept, it would be a copy of the hold under that
+        // node's own token, which the watchdog renews and a joiner by owner hears.
+        if (!queued) for (const v of votes) if (!v.ok) this.#abandonOn(v.node, call);
+        const raised = await this.#raise(call, ref, reported, reportedTokens, need);
         await leave;
         if (raised) {
           // The hold lives while `need` of its nodes do: until the need-th latest expiry.
@@ -253,12 +260,15 @@ export class QuorumStore implements Store {
   }
 
   /**
-   * Raises the counters of the nodes that issued a smaller token than the chosen one. A node that
-   * cannot be raised does not count; returns whether `need` nodes still hold the hold.
+   * Raises the counters of the nodes that issued a smaller token than the chosen one, and records
+   * the chosen one on every node of the hold that reports another (a copy under a larger token of
+   * its own, entered by this join). A node that cannot be raised does not count; returns whether
+   * `need` nodes still hold the hold.
    */
-  async #raise(call: AcquireCall, ref: HoldRef, ownTokens: readonly (readonly bigint[] | undefined)[], need: number): Promise<boolean> {
+  async #raise(call: AcquireCall, ref: HoldRef, reported: readonly bigint[], reportedTokens: readonly (readonly bigint[] | undefined)[],
+    need: number): Promise<boolean> {
     const tokens = ref.nodeTokens ?? [];
-    const needs = tokens.map((t, i) => (t > 0n ? raisesFor(call.target, ref, t, ownTokens[i]) : []));
+    const needs = tokens.map((t, i) => (t > 0n ? raisesFor(call.target, ref, reported[i] ?? 0n, reportedTokens[i]) : []));
     const behind = needs.flatMap((n, i) => (n.length > 0 ? [i] : []));
     if (behind.length === 0) return true;
     const raised = await Promise.all(behind.map((i) => Promise.all((needs[i] ?? []).map((r) => this.#store(i).raise(r.target, r.chosen, ref.hold)))

@@ -71,8 +71,12 @@ export function fanOut<T, D>(
 
 /** How an acquire on N nodes came out. */
 export type AcquireDecision =
-  /** A majority holds one hold: `hold`, with the largest token among its votes. */
-  | { readonly outcome: "won"; readonly hold: string; readonly token: bigint; readonly entered: boolean }
+  /**
+   * A majority holds one hold: `hold`, with its lease token: the largest among the votes of a
+   * hold founded now; the one a majority reports for a hold that was there (entered). `tokens`: a
+   * multi-key hold's, key by key, when entered (a founded one takes each key's largest).
+   */
+  | { readonly outcome: "won"; readonly hold: string; readonly token: bigint; readonly entered: boolean; readonly tokens?: readonly bigint[] }
   /** Everyone answering holds it elsewhere: wait for a release, at most `waitMs`. */
   | { readonly outcome: "busy"; readonly waitMs: number }
   /** Some nodes said yes, not a majority: undo, pause at random, try again. */
@@ -89,24 +93,39 @@ export type AcquireDecision =
  */
 export function decideAcquire(votes: readonly Vote<AcquireResult>[], n: number, all: boolean, need = majorityOf(n)): AcquireDecision | undefined {
   const m = need;
-  const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean; tokens: string | undefined }>();
+  type Reported = { token: bigint; tokens: readonly bigint[] | undefined; count: number };
+  const byHold = new Map<string, { token: bigint; count: number; entered: number; agree: boolean; tokens: string | undefined; reported: Map<string, Reported> }>();
   for (const v of votes) {
     if (!v.ok || (v.value.status !== "founded" && v.value.status !== "entered")) continue;
     // A hold's lease token: the one its quorum chose where that was recorded, else the node's own.
     const token = v.value.leaseToken;
     // A multi-key hold's counters agree only if they agree on every key.
     const tokens = v.value.leaseTokens?.join(",");
-    const group = byHold.get(v.value.ref.hold) ?? { token, count: 0, entered: 0, agree: true, tokens };
+    const group = byHold.get(v.value.ref.hold) ?? { token, count: 0, entered: 0, agree: true, tokens, reported: new Map<string, Reported>() };
     group.count++;
     if (v.value.status === "entered") group.entered++;
     if (token !== group.token || tokens !== group.tokens) group.agree = false;
     if (token > group.token) group.token = token;
+    const value = `${token}/${tokens ?? ""}`;
+    const same = group.reported.get(value) ?? { token, tokens: v.value.leaseTokens, count: 0 };
+    same.count++;
+    group.reported.set(value, same);
     byHold.set(v.value.ref.hold, group);
   }
   for (const [hold, g] of byHold) {
-    // Counters that agree (the usual case) settle with the fastest majority; counters that
-    // disagree wait for every node, so the largest token is chosen and every counter raised to it.
-    if (g.count >= m && (g.agree || all)) return { outcome: "won", hold, token: g.token, entered: g.entered >= m };
+    if (g.count < m || !(g.agree || all)) continue;
+    // Counters that agree (the usual case) settle with the fastest majority; otherwise every node
+    // is waited for. A token a majority reports is the hold's: founded now, it exceeds every
+    // earlier lease's (one of those nodes is in that lease's majority); entered, it is the one
+    // chosen at the founding, which every node of that quorum reports (its own, or the recorded
+    // one). A node outside that quorum may keep a copy of the hold under a token of its own (its
+    // part was never counted, and its give-back was lost), and a joiner that comes while a founding
+    // raises the nodes behind reads their own tokens: neither is taken, larger or not.
+    const chosen = [...g.reported.values()].find((r) => r.count >= m);
+    if (chosen) return { outcome: "won", hold, token: chosen.token, entered: g.entered >= m, ...(chosen.tokens && { tokens: chosen.tokens }) };
+    // Founded now, no majority agrees: the largest token is chosen and every counter raised to it.
+    if (g.entered === 0) return { outcome: "won", hold, token: g.token, entered: false };
+    // Entered, and no majority reports one token: the hold's is not known. Undecided, as a split vote.
   }
   if (!all && [...byHold.values()].some((g) => g.count >= m)) return undefined;
   const missing = n - votes.length;

@@ -69,11 +69,41 @@ describe("quorum votes: acquire", () => {
     assert.deepEqual(d, { outcome: "won", hold: "h", token: 7n, entered: false });
   });
 
-  it("waits for every node when tokens disagree, then takes the largest", () => {
+  it("waits for every node when tokens disagree, then takes the largest when no majority agrees", () => {
     const some = [yes(0, "h", 7n), yes(1, "h", 9n), yes(2, "h", 7n)];
     assert.equal(decideAcquire(some, 5, false), undefined);
     const all = [...some, busy(3, 50), down<AcquireResult>(4)];
     assert.deepEqual(decideAcquire(all, 5, true), { outcome: "won", hold: "h", token: 9n, entered: false });
+  });
+
+  it("entering a hold takes the token a majority reports, not a larger one of a node outside its quorum (torture seed 42)", () => {
+    // The hold was founded with token 17 by nodes 0 and 2; node 1 keeps an uncounted copy under 18.
+    const first = [yes(1, "h", 18n, true), yes(2, "h", 17n, true)];
+    assert.equal(decideAcquire(first, 3, false), undefined, "they disagree: wait for node 0");
+    assert.deepEqual(decideAcquire([...first, yes(0, "h", 17n, true)], 3, true), { outcome: "won", hold: "h", token: 17n, entered: true });
+    // Node 0 does not answer: 17 and 18 once each, the hold's token is not known.
+    assert.deepEqual(decideAcquire([...first, down<AcquireResult>(0)], 3, true), { outcome: "split" });
+    // A smaller copy (a late part never raised) does not win either.
+    assert.deepEqual(decideAcquire([yes(0, "h", 5n, true), yes(1, "h", 9n, true), yes(2, "h", 9n, true)], 3, true),
+      { outcome: "won", hold: "h", token: 9n, entered: true });
+  });
+
+  it("a founding takes the token a majority issued, the largest only when no majority agrees (torture seed 42, 10 min)", () => {
+    // Nodes 0 and 2 issued 7, node 1 (a counter born later) 900: 7 is above every earlier lease's
+    // token (one of nodes 0 and 2 is in its majority), and a join by owner while node 1 is raised
+    // reads 7 on nodes 0 and 2; choosing 900 left that joiner with another token.
+    assert.deepEqual(decideAcquire([yes(1, "h", 900n), yes(0, "h", 7n), yes(2, "h", 7n)], 3, true), { outcome: "won", hold: "h", token: 7n, entered: false });
+    assert.deepEqual(decideAcquire([yes(1, "h", 900n), yes(0, "h", 7n), busy(2, 10)], 3, true), { outcome: "won", hold: "h", token: 900n, entered: false });
+    // While node 0 is raised to 900 a joiner sees 7 and 900 once each: undecided, not 7.
+    assert.deepEqual(decideAcquire([yes(1, "h", 900n, true), yes(0, "h", 7n, true), busy(2, 10)], 3, true), { outcome: "split" });
+  });
+
+  it("entering a multi-key hold takes the tokens a majority reports, key by key", () => {
+    const multi = (node: number, tokens: readonly bigint[]): Vote<AcquireResult> => ({
+      node, ok: true, value: { status: "entered", ref: { target, hold: "m", token: tokens[0] as bigint, tokens }, pttlMs: 1_000, leaseToken: tokens[0] as bigint, leaseTokens: tokens },
+    });
+    const votes = [multi(0, [4n, 7n]), multi(1, [6n, 7n]), multi(2, [4n, 7n])];
+    assert.deepEqual(decideAcquire(votes, 3, true), { outcome: "won", hold: "m", token: 4n, entered: true, tokens: [4n, 7n] });
   });
 
   it("a re-entry counts as entered only where a majority entered", () => {
