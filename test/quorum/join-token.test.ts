@@ -15,14 +15,14 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Redis } from "ioredis";
 import { Surelock, type Lease } from "../../src/index.js";
-import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { eventually, fastClient, lockKey, ready, within } from "./support.js";
 
 after(stopAll);
 
-async function viaProxies(nodes: readonly RedisServer[]): Promise<{ proxies: TcpProxy[]; clients: Redis[] }> {
-  const proxies = await Promise.all(nodes.map((n) => startProxy({ host: n.host, port: n.port })));
+async function viaProxies(nodes: readonly RedisServer[]): Promise<{ proxies: FaultProxy[]; clients: Redis[] }> {
+  const proxies = await Promise.all(nodes.map((n) => startFaultProxy({ host: n.host, port: n.port })));
   const clients = proxies.map((p) => fastClient(p.port));
   await Promise.all(clients.map((c) => ready(c)));
   return { proxies, clients };
@@ -53,9 +53,9 @@ describe("quorum mode: a join by owner takes the token of the hold it joins", ()
 
       // The holder's acquire runs on node 1 but its reply is lost with the connection, and so is
       // the give-back of its part there: the client's new connection to node 1 goes unanswered.
-      const toNode1 = holder.proxies[1] as TcpProxy;
-      const lost = toNode1.loseReplyTo(owner);
-      toNode1.blackholeNew(true);
+      const toNode1 = holder.proxies[1] as FaultProxy;
+      const lost = toNode1.cutReply({ text: owner });
+      toNode1.silenceNew(true);
       const held = await within(5_000, a.mutex(key).acquire({ owner, timeout: 5_000 }), "the holder's acquire");
       leases.push(held);
       await within(5_000, lost, "the reply of node 1 to be lost");
@@ -65,13 +65,13 @@ describe("quorum mode: a join by owner takes the token of the hold it joins", ()
 
       // The joiner hears nodes 1 and 2 first (their tokens disagree), node 0 last: its link is
       // paused until the join entered the hold on the other two.
-      const toNode0 = joiner.proxies[0] as TcpProxy;
-      toNode0.pause();
+      const toNode0 = joiner.proxies[0] as FaultProxy;
+      toNode0.blackhole();
       const joining = b.mutex(key).acquire({ owner, timeout: 8_000 });
       joining.catch(() => {}); // awaited below; a failure before that must not go unhandled
       await eventually(5_000, "the join to enter the hold on nodes 1 and 2", async () =>
         (await Promise.all([1, 2].map((i) => (direct[i] as Redis).hget(lockKey(key), "n")))).every((n) => n === "2"));
-      toNode0.resume();
+      toNode0.heal("deliver");
       const joined = await within(8_000, joining, "the join by owner");
       leases.push(joined);
       assert.equal(joined.fencingToken, held.fencingToken, "the joiner reports the token of the hold it joined");
