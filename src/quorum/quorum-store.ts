@@ -35,11 +35,14 @@ export class QuorumStore implements Store {
   readonly #nodes: readonly QuorumNode[];
   readonly #clock: Clock;
   readonly #names: readonly string[];
+  /** The longest command timeout of the nodes, ms. */
+  readonly #nodeTimeoutMs: number;
 
   constructor(nodes: readonly QuorumNode[], clock: Clock) {
     this.#nodes = nodes;
     this.#clock = clock;
     this.#names = nodes.map((n) => n.store.name);
+    this.#nodeTimeoutMs = Math.max(...nodes.map((n) => n.timeoutMs));
   }
 
   get name(): string {
@@ -139,8 +142,10 @@ export class QuorumStore implements Store {
         throw new QuorumError(call.target.keys.key, call.join === "" ? "acquire" : "re-enter", outcomes(votes, this.#names,
           (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
       }
-      // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up.
-      await pause(this.#clock, pauseMs, stop);
+      // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up. The
+      // pause stays under one node timeout, so that the call keeps within the bound the runtime
+      // counts for it (QUORUM_ROUNDS rounds of four node timeouts each).
+      await pause(this.#clock, Math.min(pauseMs, this.#nodeTimeoutMs), stop);
     }
   }
 
