@@ -14,7 +14,7 @@ import { pause } from "../deadline.js";
 import { QuorumError, UnsupportedError } from "../errors.js";
 import type {
   AcquireCall, AcquireResult, CountDownRequest, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LatchReply, LatchRequest,
-  LeaderReply, LockTarget, ProclaimRequest, ReleaseResult, SharedTarget, SingleTarget, Store,
+  LeaderReply, LockTarget, ProclaimRequest, ReleaseResult, SharedTarget, SingleTarget, Store, TicketState,
 } from "../store/types.js";
 import { answered, decideLatch, decideLeader } from "./coordination.js";
 import { chosenTokens, raisesFor, withinTokens } from "./multi-tokens.js";
@@ -198,9 +198,14 @@ export class QuorumStore implements Store {
         const states = votes.map((v): Vote<HoldState> => (v.ok ? { node: v.node, ok: true, value: v.value[index] as HoldState } : v));
         return decideHold(states, this.#nodes.length, this.#need(item.ref.target)) ?? "gone";
       }
-      // No node grants in quorum mode: the waiter is told when it may attempt.
-      const turn = votes.some((v) => v.ok && typeof v.value[index] === "object" && (v.value[index] as { status: string }).status === "turn");
-      return turn ? { status: "turn" } : { status: "queued", position: -1, counter: 0n };
+      // No node grants in quorum mode: the waiter is told when it may attempt. It may too when its
+      // ticket stands in line on no majority: an ordered line's refresh never puts a lapsed ticket
+      // back (only an attempt places it, at its order), and no release tells a waiter out of line,
+      // so a waiter paused past its ticket lease would otherwise wait until its timeout.
+      const states = votes.flatMap((v) => (v.ok ? [v.value[index] as TicketState] : []));
+      const turn = states.some((s) => s.status === "turn");
+      const outOfLine = states.filter((s) => s.status === "queued" && s.position < 0).length >= majorityOf(this.#nodes.length);
+      return turn || outOfLine ? { status: "turn" } : { status: "queued", position: -1, counter: 0n };
     });
   }
 
