@@ -34,6 +34,13 @@ export class SingleStore implements Store {
   readonly #grant: "0" | "1";
   /** The newest attempt sent per entry id (= hold id when fresh), while its reply may come late. */
   readonly #newest = new Map<string, number>();
+  /**
+   * Give-backs on the wire per entry id. One is two scripts (leave the line, then release the
+   * entry), the second sent once the first is answered: a newer attempt of that identity is sent
+   * only after the whole give-back settled, else it could run between the two, find its entry (a
+   * replay), answer "entered", and have the release take that entry out (torture seed 45).
+   */
+  readonly #givingBack = new Map<string, Promise<void>>();
   #attempts = 0;
 
   constructor(endpoint: Endpoint, o: SingleStoreOptions) {
@@ -49,6 +56,9 @@ export class SingleStore implements Store {
 
   async acquire(call: AcquireCall): Promise<AcquireResult> {
     const { entry } = call;
+    // Validity counts from before this wait (the caller read its send instant): only shorter.
+    const back = this.#givingBack.get(entry);
+    if (back !== undefined) await back;
     const attempt = ++this.#attempts;
     this.#newest.set(entry, attempt);
     // A reply that comes after we gave up on it still took (or queued) something: give it back,
@@ -90,9 +100,21 @@ export class SingleStore implements Store {
     );
   }
 
-  async abandon(call: AcquireCall): Promise<void> {
+  abandon(call: AcquireCall): Promise<void> {
     // Sent behind every attempt of this identity: no late reply needs a give-back of its own.
-    this.#newest.delete(call.entry);
+    const { entry } = call;
+    this.#newest.delete(entry);
+    const giving = this.#giveBack(call);
+    const before = this.#givingBack.get(entry);
+    const settled = Promise.allSettled([before, giving]).then(() => {
+      if (this.#givingBack.get(entry) === settled) this.#givingBack.delete(entry);
+    });
+    this.#givingBack.set(entry, settled);
+    return giving;
+  }
+
+  /** Leaves the line (giving back a hold founded for the ticket), then gives back an entry added to a hold. */
+  async #giveBack(call: AcquireCall): Promise<void> {
     if (call.join === "" || call.join === "*") {
       // Leaving the queue also gives back a hold founded for the ticket (= the hold's id).
       await this.#leave(call.target, call.ask.hold);

@@ -14,9 +14,11 @@ import { IoredisAdapter } from "../../src/adapters/ioredis.js";
 import { systemClock } from "../../src/clock.js";
 import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
+import { scripts } from "../../src/scripts/index.js";
 import { SingleStore } from "../../src/store/single-store.js";
 import type { AcquireCall } from "../../src/store/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("a late reply's give-back", () => {
@@ -36,16 +38,17 @@ describe("a late reply's give-back", () => {
     await store.endpoint.command(["PING"]);
   });
   afterEach(async () => {
+    proxy.setLatency(0, 0);
     if (proxy.blackholed) proxy.heal("deliver");
     await server.command("FLUSHALL");
   });
   after(async () => { redis.disconnect(); await proxy.close(); await server.stop(); });
 
-  const callFor = (key: string, hold: string): AcquireCall => ({
+  const callFor = (key: string, hold: string, owner = "o", join = ""): AcquireCall => ({
     target: { family: "exclusive", keys: keys.exclusive(key) },
-    ask: { owner: "o", hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
+    ask: { owner, hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
     entry: hold,
-    join: "",
+    join,
   });
 
   it("is not sent once the same identity was attempted again: the newer attempt's hold stays", async () => {
@@ -72,5 +75,39 @@ describe("a late reply's give-back", () => {
     await store.endpoint.command(["PING"]);
     assert.notEqual(await server.command("HGET", "surelock:{alone}:lock", "c"), null, "the late attempt ran");
     assert.equal(await server.command("HGET", "surelock:{alone}:lock", "h"), null, "and what it founded was given back");
+  });
+
+  it("lands whole before a newer attempt sent while it is on the wire: a join by owner keeps its entry", async () => {
+    // Torture seed 45 (single): a waiter's attempt to join its owner's hold missed its deadline
+    // while Redis was paused; its late reply gave the entry back in two scripts (leave the line,
+    // then release the entry), the second sent only once the first was answered. The waiter's
+    // next attempt (the same identity) went out in between, found its entry (a replay) and
+    // answered "entered"; the release then took that entry out, and the hold ended under the
+    // waiter's lease when the other sharers released.
+    const key = "join";
+    const lock = "surelock:{join}:lock";
+    const sharer = callFor(key, "hB", "own", "*");
+    const founded = await within(5_000, store.acquire(sharer), "the sharer's acquire");
+    assert.equal(founded.status, "founded");
+    const joiner = callFor(key, "hA", "own", "*");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(joiner), ConnectionError, "the join misses its deadline"), "the join");
+    // Replies now take a while: the late reply's give-back has a round trip in flight when the
+    // newer attempt is sent.
+    proxy.setLatency(0, 100);
+    const givingBack = proxy.seen(scripts.leaveQueue.sha);
+    proxy.heal("deliver");
+    await within(5_000, givingBack, "the late reply's give-back");
+    const again = await within(5_000, store.acquire(joiner), "the newer attempt");
+    assert.equal(again.status, "entered", "the newer attempt is in the sharer's hold");
+    // Whatever the give-back still had to send went out before the first PING's reply came.
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", lock, "@hA"), "2", "the entry the newer attempt counts is still there");
+    // The sharer leaves: the joiner's entry keeps the lock held, nobody else can take it.
+    const left = await within(5_000, store.release({ target: joiner.target, hold: "hB", token: 0n }, "hB"), "the sharer's release");
+    assert.equal(left.status, "held");
+    const other = await within(5_000, store.acquire(callFor(key, "hC")), "another owner's attempt");
+    assert.equal(other.status, "busy", "the lock is still the joiner's");
   });
 });
