@@ -32,7 +32,11 @@ export class SingleStore implements Store {
   readonly grants: boolean;
   readonly #o: SingleStoreOptions;
   readonly #grant: "0" | "1";
-  /** The newest attempt sent per entry id (= hold id when fresh), while its reply may come late. */
+  /**
+   * The newest request sent per entry id (= hold id when fresh), while an attempt's reply may
+   * come late: an attempt's number, or the negated number of a refresh of the ticket (a waiter's
+   * ticket is its hold id), sent behind an attempt still unanswered.
+   */
   readonly #newest = new Map<string, number>();
   /**
    * Give-backs on the wire per entry id. One is two scripts (leave the line, then release the
@@ -76,7 +80,8 @@ export class SingleStore implements Store {
       ? multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo))
       : acquired(target, await this.endpoint.run(this.#acquireCall(target, call), undo));
     // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
-    if (this.#newest.get(entry) === attempt) this.#newest.delete(entry);
+    const newest = this.#newest.get(entry);
+    if (newest === attempt || (newest !== undefined && newest < 0)) this.#newest.delete(entry);
     return result;
   }
 
@@ -174,7 +179,27 @@ export class SingleStore implements Store {
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
-    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
+    // A refresh sent behind an attempt whose reply is late is a newer request of that identity:
+    // it may find the hold that attempt founded for the ticket and report it granted, which the
+    // waiter then counts; a give-back triggered by the late reply would run after it and take
+    // that hold away. So the late reply gives nothing back: the waiter takes the grant, attempts
+    // again (a replay), or gives back all of it when its wait ends.
+    const marks = this.#newest.size === 0 ? undefined : this.#markRefreshes(items);
+    const results = await keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
+    // Answered: every reply sent before the refreshes came already, none can come late.
+    if (marks) for (const [entry, mark] of marks) if (this.#newest.get(entry) === mark) this.#newest.delete(entry);
+    return results;
+  }
+
+  #markRefreshes(items: readonly KeepaliveItem[]): [string, number][] {
+    const marks: [string, number][] = [];
+    for (const item of items) {
+      if (item.kind !== "ticket" || !this.#newest.has(item.ask.hold)) continue;
+      const mark = -++this.#attempts;
+      this.#newest.set(item.ask.hold, mark);
+      marks.push([item.ask.hold, mark]);
+    }
+    return marks;
   }
 
   async check(ref: HoldRef): Promise<HoldState> {

@@ -16,7 +16,7 @@ import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
 import { scripts } from "../../src/scripts/index.js";
 import { SingleStore } from "../../src/store/single-store.js";
-import type { AcquireCall } from "../../src/store/types.js";
+import type { AcquireCall, TicketState } from "../../src/store/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
@@ -32,7 +32,7 @@ describe("a late reply's give-back", () => {
     proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     redis = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 0 });
     redis.on("error", () => {});
-    store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 300 }), {
+    store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 1_000 }), {
       keepMs: 60_000, replayWindowMs: 10_000, grants: true,
     });
     await store.endpoint.command(["PING"]);
@@ -109,5 +109,28 @@ describe("a late reply's give-back", () => {
     assert.equal(left.status, "held");
     const other = await within(5_000, store.acquire(callFor(key, "hC")), "another owner's attempt");
     assert.equal(other.status, "busy", "the lock is still the joiner's");
+  });
+
+  it("is not sent once a refresh of the ticket was: the grant the refresh reports stays", async () => {
+    // The same run could also have gone this way: the waiter's ticket refresh, sent while the
+    // attempt's reply was late, found the hold that attempt founded for the ticket and reported it
+    // granted; the late reply's give-back, sent after that refresh, would take the hold away.
+    const key = "refresh";
+    const lock = "surelock:{refresh}:lock";
+    const call = callFor(key, "hR", "own", "*");
+    // The refresh script is loaded first: a NOSCRIPT would send the refresh again after the give-back.
+    await within(5_000, store.keepalive([{ kind: "ticket", target: call.target, ask: { ...call.ask, hold: "warm" } }]), "a first refresh");
+    await server.command("FLUSHALL");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(call), ConnectionError, "the attempt misses its deadline"), "the attempt");
+    // The refresh goes out behind the attempt; the attempt's reply comes (late) before its reply.
+    proxy.setLatency(0, 100);
+    const refresh = store.keepalive([{ kind: "ticket", target: call.target, ask: call.ask }]);
+    proxy.heal("deliver");
+    const [state] = await within(5_000, refresh, "the refresh");
+    assert.equal((state as TicketState).status, "granted", "the refresh found the hold the attempt founded for the ticket");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", lock, "h"), "hR", "the hold the refresh reported is still there");
   });
 });
