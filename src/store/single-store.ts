@@ -6,6 +6,7 @@
 import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
+import { ConnectionError } from "../errors.js";
 import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
 import { acquireMultiCall, combineStates, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
@@ -58,11 +59,20 @@ export class SingleStore implements Store {
     return this.endpoint.name;
   }
 
-  async acquire(call: AcquireCall): Promise<AcquireResult> {
+  async acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult> {
     const { entry } = call;
     // Validity counts from before this wait (the caller read its send instant): only shorter.
     const back = this.#givingBack.get(entry);
-    if (back !== undefined) await back;
+    if (back !== undefined) {
+      await back;
+      // Its caller gave up meanwhile (and so gave this identity back again): not sent at all, or
+      // it would take or queue something for nobody, behind that give-back.
+      stop?.throwIfAborted();
+      const again = this.#givingBack.get(entry);
+      if (again !== undefined && again !== back) {
+        throw new ConnectionError(`acquire of ${call.target.keys.key}: given back before it could be sent`);
+      }
+    }
     const attempt = ++this.#attempts;
     this.#newest.set(entry, attempt);
     // A reply that comes after we gave up on it still took (or queued) something: give it back,

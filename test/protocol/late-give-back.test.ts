@@ -133,4 +133,24 @@ describe("a late reply's give-back", () => {
     await within(5_000, store.endpoint.command(["PING"]), "a ping");
     assert.equal(await server.command("HGET", lock, "h"), "hR", "the hold the refresh reported is still there");
   });
+
+  it("holds a newer attempt back while the give-back is on the wire, and drops it if its caller stops meanwhile", async () => {
+    const key = "stopped";
+    const call = callFor(key, "hS");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(call), ConnectionError, "the attempt misses its deadline"), "the attempt");
+    proxy.setLatency(0, 100);
+    const givingBack = proxy.seen(scripts.leaveQueue.sha);
+    proxy.heal("deliver");
+    await within(5_000, givingBack, "the late reply's give-back");
+    const stop = new AbortController();
+    const again = store.acquire(call, stop.signal);
+    stop.abort(new Error("the caller stopped"));
+    await within(5_000, assert.rejects(again, /the caller stopped/), "the held-back attempt");
+    // The give-back settled before the first PING's reply came; an attempt sent then, before the second's.
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", "surelock:{stopped}:lock", "h"), null, "the late attempt's hold was given back");
+    assert.equal(await server.command("LLEN", "surelock:{stopped}:queue"), 0, "and the stopped attempt queued nothing");
+  });
 });
