@@ -6,6 +6,7 @@
 import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
+import { ConnectionError } from "../errors.js";
 import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
 import { acquireMultiCall, combineStates, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
@@ -32,8 +33,19 @@ export class SingleStore implements Store {
   readonly grants: boolean;
   readonly #o: SingleStoreOptions;
   readonly #grant: "0" | "1";
-  /** The newest attempt sent per entry id (= hold id when fresh), while its reply may come late. */
+  /**
+   * The newest request sent per entry id (= hold id when fresh), while an attempt's reply may
+   * come late: an attempt's number, or the negated number of a refresh of the ticket (a waiter's
+   * ticket is its hold id), sent behind an attempt still unanswered.
+   */
   readonly #newest = new Map<string, number>();
+  /**
+   * Give-backs on the wire per entry id. One is two scripts (leave the line, then release the
+   * entry), the second sent once the first is answered: a newer attempt of that identity is sent
+   * only after the whole give-back settled, else it could run between the two, find its entry (a
+   * replay), answer "entered", and have the release take that entry out (torture seed 45).
+   */
+  readonly #givingBack = new Map<string, Promise<void>>();
   #attempts = 0;
 
   constructor(endpoint: Endpoint, o: SingleStoreOptions) {
@@ -47,8 +59,20 @@ export class SingleStore implements Store {
     return this.endpoint.name;
   }
 
-  async acquire(call: AcquireCall): Promise<AcquireResult> {
+  async acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult> {
     const { entry } = call;
+    // Validity counts from before this wait (the caller read its send instant): only shorter.
+    const back = this.#givingBack.get(entry);
+    if (back !== undefined) {
+      await back;
+      // Its caller gave up meanwhile (and so gave this identity back again): not sent at all, or
+      // it would take or queue something for nobody, behind that give-back.
+      stop?.throwIfAborted();
+      const again = this.#givingBack.get(entry);
+      if (again !== undefined && again !== back) {
+        throw new ConnectionError(`acquire of ${call.target.keys.key}: given back before it could be sent`);
+      }
+    }
     const attempt = ++this.#attempts;
     this.#newest.set(entry, attempt);
     // A reply that comes after we gave up on it still took (or queued) something: give it back,
@@ -66,7 +90,8 @@ export class SingleStore implements Store {
       ? multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo))
       : acquired(target, await this.endpoint.run(this.#acquireCall(target, call), undo));
     // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
-    if (this.#newest.get(entry) === attempt) this.#newest.delete(entry);
+    const newest = this.#newest.get(entry);
+    if (newest === attempt || (newest !== undefined && newest < 0)) this.#newest.delete(entry);
     return result;
   }
 
@@ -90,9 +115,21 @@ export class SingleStore implements Store {
     );
   }
 
-  async abandon(call: AcquireCall): Promise<void> {
+  abandon(call: AcquireCall): Promise<void> {
     // Sent behind every attempt of this identity: no late reply needs a give-back of its own.
-    this.#newest.delete(call.entry);
+    const { entry } = call;
+    this.#newest.delete(entry);
+    const giving = this.#giveBack(call);
+    const before = this.#givingBack.get(entry);
+    const settled = Promise.allSettled([before, giving]).then(() => {
+      if (this.#givingBack.get(entry) === settled) this.#givingBack.delete(entry);
+    });
+    this.#givingBack.set(entry, settled);
+    return giving;
+  }
+
+  /** Leaves the line (giving back a hold founded for the ticket), then gives back an entry added to a hold. */
+  async #giveBack(call: AcquireCall): Promise<void> {
     if (call.join === "" || call.join === "*") {
       // Leaving the queue also gives back a hold founded for the ticket (= the hold's id).
       await this.#leave(call.target, call.ask.hold);
@@ -152,7 +189,27 @@ export class SingleStore implements Store {
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
-    return keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
+    // A refresh sent behind an attempt whose reply is late is a newer request of that identity:
+    // it may find the hold that attempt founded for the ticket and report it granted, which the
+    // waiter then counts; a give-back triggered by the late reply would run after it and take
+    // that hold away. So the late reply gives nothing back: the waiter takes the grant, attempts
+    // again (a replay), or gives back all of it when its wait ends.
+    const marks = this.#newest.size === 0 ? undefined : this.#markRefreshes(items);
+    const results = await keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
+    // Answered: every reply sent before the refreshes came already, none can come late.
+    if (marks) for (const [entry, mark] of marks) if (this.#newest.get(entry) === mark) this.#newest.delete(entry);
+    return results;
+  }
+
+  #markRefreshes(items: readonly KeepaliveItem[]): [string, number][] {
+    const marks: [string, number][] = [];
+    for (const item of items) {
+      if (item.kind !== "ticket" || !this.#newest.has(item.ask.hold)) continue;
+      const mark = -++this.#attempts;
+      this.#newest.set(item.ask.hold, mark);
+      marks.push([item.ask.hold, mark]);
+    }
+    return marks;
   }
 
   async check(ref: HoldRef): Promise<HoldState> {

@@ -14,9 +14,11 @@ import { IoredisAdapter } from "../../src/adapters/ioredis.js";
 import { systemClock } from "../../src/clock.js";
 import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
+import { scripts } from "../../src/scripts/index.js";
 import { SingleStore } from "../../src/store/single-store.js";
-import type { AcquireCall } from "../../src/store/types.js";
+import type { AcquireCall, TicketState } from "../../src/store/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
+import { within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 describe("a late reply's give-back", () => {
@@ -30,22 +32,23 @@ describe("a late reply's give-back", () => {
     proxy = await startFaultProxy(server, { name: "p", framing: "resp" });
     redis = new Redis({ host: proxy.host, port: proxy.port, maxRetriesPerRequest: 0 });
     redis.on("error", () => {});
-    store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 300 }), {
+    store = new SingleStore(new Endpoint(new IoredisAdapter(redis), { clock: systemClock, timeoutMs: 1_000 }), {
       keepMs: 60_000, replayWindowMs: 10_000, grants: true,
     });
     await store.endpoint.command(["PING"]);
   });
   afterEach(async () => {
+    proxy.setLatency(0, 0);
     if (proxy.blackholed) proxy.heal("deliver");
     await server.command("FLUSHALL");
   });
   after(async () => { redis.disconnect(); await proxy.close(); await server.stop(); });
 
-  const callFor = (key: string, hold: string): AcquireCall => ({
+  const callFor = (key: string, hold: string, owner = "o", join = ""): AcquireCall => ({
     target: { family: "exclusive", keys: keys.exclusive(key) },
-    ask: { owner: "o", hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
+    ask: { owner, hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
     entry: hold,
-    join: "",
+    join,
   });
 
   it("is not sent once the same identity was attempted again: the newer attempt's hold stays", async () => {
@@ -72,5 +75,82 @@ describe("a late reply's give-back", () => {
     await store.endpoint.command(["PING"]);
     assert.notEqual(await server.command("HGET", "surelock:{alone}:lock", "c"), null, "the late attempt ran");
     assert.equal(await server.command("HGET", "surelock:{alone}:lock", "h"), null, "and what it founded was given back");
+  });
+
+  it("lands whole before a newer attempt sent while it is on the wire: a join by owner keeps its entry", async () => {
+    // Torture seed 45 (single): a waiter's attempt to join its owner's hold missed its deadline
+    // while Redis was paused; its late reply gave the entry back in two scripts (leave the line,
+    // then release the entry), the second sent only once the first was answered. The waiter's
+    // next attempt (the same identity) went out in between, found its entry (a replay) and
+    // answered "entered"; the release then took that entry out, and the hold ended under the
+    // waiter's lease when the other sharers released.
+    const key = "join";
+    const lock = "surelock:{join}:lock";
+    const sharer = callFor(key, "hB", "own", "*");
+    const founded = await within(5_000, store.acquire(sharer), "the sharer's acquire");
+    assert.equal(founded.status, "founded");
+    const joiner = callFor(key, "hA", "own", "*");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(joiner), ConnectionError, "the join misses its deadline"), "the join");
+    // Replies now take a while: the late reply's give-back has a round trip in flight when the
+    // newer attempt is sent.
+    proxy.setLatency(0, 100);
+    const givingBack = proxy.seen(scripts.leaveQueue.sha);
+    proxy.heal("deliver");
+    await within(5_000, givingBack, "the late reply's give-back");
+    const again = await within(5_000, store.acquire(joiner), "the newer attempt");
+    assert.equal(again.status, "entered", "the newer attempt is in the sharer's hold");
+    // Whatever the give-back still had to send went out before the first PING's reply came.
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", lock, "@hA"), "2", "the entry the newer attempt counts is still there");
+    // The sharer leaves: the joiner's entry keeps the lock held, nobody else can take it.
+    const left = await within(5_000, store.release({ target: joiner.target, hold: "hB", token: 0n }, "hB"), "the sharer's release");
+    assert.equal(left.status, "held");
+    const other = await within(5_000, store.acquire(callFor(key, "hC")), "another owner's attempt");
+    assert.equal(other.status, "busy", "the lock is still the joiner's");
+  });
+
+  it("is not sent once a refresh of the ticket was: the grant the refresh reports stays", async () => {
+    // The same run could also have gone this way: the waiter's ticket refresh, sent while the
+    // attempt's reply was late, found the hold that attempt founded for the ticket and reported it
+    // granted; the late reply's give-back, sent after that refresh, would take the hold away.
+    const key = "refresh";
+    const lock = "surelock:{refresh}:lock";
+    const call = callFor(key, "hR", "own", "*");
+    // The refresh script is loaded first: a NOSCRIPT would send the refresh again after the give-back.
+    await within(5_000, store.keepalive([{ kind: "ticket", target: call.target, ask: { ...call.ask, hold: "warm" } }]), "a first refresh");
+    await server.command("FLUSHALL");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(call), ConnectionError, "the attempt misses its deadline"), "the attempt");
+    // The refresh goes out behind the attempt; the attempt's reply comes (late) before its reply.
+    proxy.setLatency(0, 100);
+    const refresh = store.keepalive([{ kind: "ticket", target: call.target, ask: call.ask }]);
+    proxy.heal("deliver");
+    const [state] = await within(5_000, refresh, "the refresh");
+    assert.equal((state as TicketState).status, "granted", "the refresh found the hold the attempt founded for the ticket");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", lock, "h"), "hR", "the hold the refresh reported is still there");
+  });
+
+  it("holds a newer attempt back while the give-back is on the wire, and drops it if its caller stops meanwhile", async () => {
+    const key = "stopped";
+    const call = callFor(key, "hS");
+    proxy.blackhole();
+    await within(5_000, assert.rejects(store.acquire(call), ConnectionError, "the attempt misses its deadline"), "the attempt");
+    proxy.setLatency(0, 100);
+    const givingBack = proxy.seen(scripts.leaveQueue.sha);
+    proxy.heal("deliver");
+    await within(5_000, givingBack, "the late reply's give-back");
+    const stop = new AbortController();
+    const again = store.acquire(call, stop.signal);
+    stop.abort(new Error("the caller stopped"));
+    await within(5_000, assert.rejects(again, /the caller stopped/), "the held-back attempt");
+    // The give-back settled before the first PING's reply came; an attempt sent then, before the second's.
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    await within(5_000, store.endpoint.command(["PING"]), "a ping");
+    assert.equal(await server.command("HGET", "surelock:{stopped}:lock", "h"), null, "the late attempt's hold was given back");
+    assert.equal(await server.command("LLEN", "surelock:{stopped}:queue"), 0, "and the stopped attempt queued nothing");
   });
 });
