@@ -183,7 +183,10 @@ describe("quorum mode: rounds, re-entry and tokens", () => {
   });
 
   it("a process joining by owner reads the chosen token from nodes whose own token was smaller", async () => {
-    await Promise.all(nodes.map((n, i) => n.command("HSET", "surelock:{raised}:lock", "c", i < 3 ? "100" : "500")));
+    // Counters 100, 100, 300, 500, 500: the tokens the nodes issue disagree and no majority (3 of
+    // 5) issues one, so the founding takes the largest and raises the others (a token a majority
+    // issued would be taken as it is: one of those nodes was in the previous lease's majority).
+    await Promise.all(nodes.map((n, i) => n.command("HSET", "surelock:{raised}:lock", "c", i < 2 ? "100" : i === 2 ? "300" : "500")));
     const a = await quorum();
     const clients = proxies.map((p) => {
       const c = new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: () => 50 });
@@ -192,14 +195,14 @@ describe("quorum mode: rounds, re-entry and tokens", () => {
     });
     const b = new Surelock({ redis: clients, ttl: 10_000 });
     closers.push(() => clients.forEach((c) => c.disconnect()), () => b.close());
-    // A hears nodes 2-4 first: 101, 501, 501 disagree, so it waits for all, takes 501 and raises
-    // nodes 0-2, whose holds keep their own token 101.
+    // A hears nodes 2-4 first: 301, 501, 501 disagree, so it waits for all, takes 501 and raises
+    // nodes 0-2, whose holds keep their own tokens 101, 101, 301.
     for (const i of [0, 1]) proxies[i]?.setLatency(30, 30);
     const first = await a.mutex("raised").acquire({ owner: "job" });
     assert.equal(first.fencingToken, 501n);
     const onLow = await Promise.all([0, 1, 2].map((i) => holdOn(nodes[i] as RedisServer, "raised")));
-    assert.deepEqual(onLow.map((h) => [h.t, h.l]), [["101", "501"], ["101", "501"], ["101", "501"]], "own tokens kept, the chosen one beside them");
-    // B hears nodes 0-2 first, which agree on their own 101: it must still read 501.
+    assert.deepEqual(onLow.map((h) => [h.t, h.l]), [["101", "501"], ["101", "501"], ["301", "501"]], "own tokens kept, the chosen one beside them");
+    // B hears nodes 0-2 first, whose own tokens are 101, 101 and 301: it must still read 501.
     for (const i of [0, 1]) proxies[i]?.setLatency(0, 0);
     for (const i of [3, 4]) proxies[i]?.setLatency(30, 30);
     const joined = await b.mutex("raised").acquire({ owner: "job" });
