@@ -34,10 +34,10 @@ export function diff(before, after) {
 
 /**
  * Starts recording every command that runs longer than `thresholdUs` (SLOWLOG, on the bench's own
- * server); the returned function stops, restores the settings and resolves with the script calls
- * recorded: { count, maxUs, totalUs }.
+ * server); the returned function stops, restores the settings and resolves with the entries:
+ * [id, unix time, duration µs, [command, args...], ...].
  */
-export async function recordSlowScripts(client, thresholdUs) {
+export async function recordSlowlog(client, thresholdUs) {
   const setting = async (name) => (await client.config("GET", name))[1];
   const saved = { threshold: await setting("slowlog-log-slower-than"), length: await setting("slowlog-max-len") };
   await client.config("SET", "slowlog-log-slower-than", String(thresholdUs));
@@ -48,8 +48,15 @@ export async function recordSlowScripts(client, thresholdUs) {
     await client.config("SET", "slowlog-log-slower-than", saved.threshold);
     await client.config("SET", "slowlog-max-len", saved.length);
     await client.slowlog("RESET");
-    // An entry: [id, unix time, duration µs, [command, args...], ...].
-    const durationsUs = entries
+    return entries;
+  };
+}
+
+/** As recordSlowlog, resolving with the script calls recorded: { count, maxUs, totalUs }. */
+export async function recordSlowScripts(client, thresholdUs) {
+  const stop = await recordSlowlog(client, thresholdUs);
+  return async () => {
+    const durationsUs = (await stop())
       .filter((e) => /^(eval(sha)?(_ro)?|fcall(_ro)?)$/i.test(String(e[3]?.[0] ?? "")))
       .map((e) => Number(e[2]));
     return { count: durationsUs.length, maxUs: durationsUs.reduce((a, b) => Math.max(a, b), 0), totalUs: durationsUs.reduce((a, b) => a + b, 0) };

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { now, sleep } from "../lib/clock.mjs";
 import { forkChild } from "../lib/ipc.mjs";
 import { watch } from "../lib/probes.mjs";
-import { diff, snapshot } from "../lib/redis-info.mjs";
+import { diff, recordSlowlog, snapshot } from "../lib/redis-info.mjs";
 import { percentiles } from "../lib/stats.mjs";
 
 export const title = "WM 1,000 waiters on one multiLock (3 keys) or one mutex, ttl 3 s";
@@ -32,16 +32,9 @@ function scriptNames() {
 
 /** SLOWLOG from here on (threshold `us`); the returned function stops and resolves with per-script figures. */
 async function recordScripts(control, us, names) {
-  const setting = async (name) => (await control.config("GET", name))[1];
-  const saved = { threshold: await setting("slowlog-log-slower-than"), length: await setting("slowlog-max-len") };
-  await control.config("SET", "slowlog-log-slower-than", String(us));
-  await control.config("SET", "slowlog-max-len", "100000");
-  await control.slowlog("RESET");
+  const stop = await recordSlowlog(control, us);
   return async () => {
-    const entries = await control.slowlog("GET", "100000");
-    await control.config("SET", "slowlog-log-slower-than", saved.threshold);
-    await control.config("SET", "slowlog-max-len", saved.length);
-    await control.slowlog("RESET");
+    const entries = await stop();
     const byScript = {};
     for (const e of entries) {
       const args = (e[3] ?? []).map(String);
