@@ -33,11 +33,10 @@ describe("quorum mode: a waiter whose ticket lapsed", () => {
       // The ticket lapses everywhere (its waiter was paused past its lease).
       await Promise.all(direct.map((c) => c.del(tickets, queue)));
       await within(5_000, held.release(), "A's release");
-      const releasedAt = performance.now();
-      const lease = await within(5_000, waiting, "B's acquire after its ticket lapsed");
+      // Served by its next refresh (a third of its ticket lease, 200 ms) at the latest: well within
+      // this bound, which is half of its own timeout (before the fix it waited for that timeout).
+      const lease = await within(10_000, waiting, "B's acquire after its ticket lapsed");
       assert.ok(lease.held);
-      // Served by its next refresh (a third of its ticket lease) at the latest, not its timeout.
-      assert.ok(performance.now() - releasedAt < 3_000, `served ${Math.round(performance.now() - releasedAt)} ms after the release`);
       await within(5_000, lease.release(), "B's release");
     } finally {
       await Promise.allSettled([a.close(), b.close()]);
