@@ -5,7 +5,7 @@
 //   -- KEYS: lock, queue, tickets        (or `...keys` for a variable list)
 //   -- ARGV: owner, hold, ...rest
 // are the one place a script's calling convention is written: the typed bindings in
-// src/scripts/index.ts take records keyed by these names, so a KEYS/ARGV mix-up is a type error.
+// src/protocol/ (through bind, src/scripts/binding.ts) take records keyed by these names, so a KEYS/ARGV mix-up is a type error.
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -11,7 +11,7 @@ import { Endpoint } from "./adapters/endpoint.js";
 import { systemClock } from "./clock.js";
 import { InvalidArgumentError } from "./errors.js";
 import { KeySpace } from "./keys.js";
-import { scripts } from "./scripts/index.js";
+import { scripts } from "./protocol/scripts.js";
 import { checkKey, checkOptions, checkPositiveInt, checkPrefix } from "./validate.js";
 
 /** Where the locks live and how long to wait for Redis. */

@@ -13,7 +13,7 @@ import type { RedisArg } from "./adapters/types.js";
 import { InvalidArgumentError, UnsupportedError } from "./errors.js";
 import type { Ids } from "./ids.js";
 import type { KeySpace } from "./keys.js";
-import { scripts } from "./scripts/index.js";
+import { scripts } from "./protocol/scripts.js";
 import { checkKey } from "./validate.js";
 
 /** Outcome of a guarded write. */

@@ -60,14 +60,6 @@ export function tombstoneOf(keys: ExclusiveKeys, entry: string): string {
 }
 
 /**
- * A lock channel's part for one Surelock instance: grants and turns for that instance's tickets
- * (`<instance>.<n>`, Ids) are told there (`tell`, lib/queue.lua), so no other process hears them.
- */
-export function inboxOf(channel: string, instance: string): string {
-  return `${channel}:${instance}`;
-}
-
-/**
  * A mutex's names. Every held lease keeps its lock's, so none is kept: each is built when asked
  * for (a renewal names the lock once per tick, an acquire or release a few once per call), and a
  * held lease's keys are its user's key and the shared prefix.

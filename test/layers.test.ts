@@ -51,6 +51,16 @@ describe("layer rules", () => {
     assert.deepEqual(await refusals(file, 'import type { Store } from "../store/types.js";\nexport type S = Store;\n'), []);
   });
 
+  it("the protocol encodes the store's requests, and the stores dispatch to it: never the other way", async () => {
+    const file = "src/protocol/exclusive.ts";
+    assert.deepEqual(await refusals(file, 'import type { AcquireCall } from "../store/types.js";\nexport type C = AcquireCall;\n'), []);
+    assert.equal((await refusals(file, 'import { SingleStore } from "../store/single-store.js";\nexport const s = SingleStore;\n')).length, 1);
+    assert.deepEqual(await refusals("src/store/single-store.ts", 'import { scripts } from "../protocol/scripts.js";\nexport const s = scripts;\n'), []);
+    // A primitive reads the channel messages' grammar (an election's watchers), nothing else of the protocol.
+    assert.deepEqual(await refusals("src/primitives/election.ts", 'import { isWatchNews } from "../protocol/channel.js";\nexport const w = isWatchNews;\n'), []);
+    assert.equal((await refusals("src/primitives/election.ts", 'import { scripts } from "../protocol/scripts.js";\nexport const s = scripts;\n')).length, 1);
+  });
+
   it("the chain has no exception: the protocol's scripts take nothing from the transport above them", async () => {
     const typeOnly = 'import type { RedisAdapter } from "../adapters/types.js";\nexport type A = RedisAdapter;\n';
     assert.equal((await refusals("src/scripts/binding.ts", typeOnly)).length, 1);

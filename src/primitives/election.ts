@@ -10,6 +10,7 @@ import { publish } from "../diagnostics.js";
 import { InvalidArgumentError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { ExclusiveKeys } from "../keys.js";
 import type { Lease } from "../lease/lease.js";
+import { isWatchNews } from "../protocol/channel.js";
 import type { Engine, ElectionOps } from "../engine.js";
 import type { Runtime } from "../runtime.js";
 import { checkOptions, checkSignal, checkTimeout } from "../validate.js";
@@ -225,6 +226,6 @@ function redisElection(rt: Runtime, name: string, keys: ExclusiveKeys): Election
     async leader() {
       return leaderOf(await rt.store.readLeader(name, keys.lock));
     },
-    listen: (poke) => rt.listen(keys.channel, { message: (m) => { if (m === "e") poke(); }, missed: poke }),
+    listen: (poke) => rt.listen(keys.channel, { message: (m) => { if (isWatchNews(m)) poke(); }, missed: poke }),
   };
 }

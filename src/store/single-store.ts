@@ -1,18 +1,24 @@
 /**
  * The lock protocol on one Redis deployment (standalone, Sentinel or Cluster): each operation is
- * one script call through the endpoint; a keep-alive batch is one call per slot and chunk
- * (keepalive-batch.ts).
+ * one script call through the endpoint, the call of the lock's family (src/protocol/); a keep-alive
+ * batch is one call per slot and chunk (keepalive-batch.ts). What this store adds is the handling
+ * of late replies: what an attempt whose answer came too late had taken is given back, unless a
+ * newer request of the same identity answers for it.
  */
 import type { Endpoint } from "../adapters/endpoint.js";
 import type { RedisSubscriber } from "../adapters/types.js";
 import { publish } from "../diagnostics.js";
 import { ConnectionError } from "../errors.js";
-import { scripts, type AcquireReply, type Grant, type HoldState, type LatchReply, type LeaderReply, type ReleaseReply, type ScriptCall } from "../scripts/index.js";
+import { VACANCY } from "../protocol/channel.js";
+import { countDownCall, proclaimCall, readLatchCall, readLeaderCall } from "../protocol/coordination.js";
+import * as exclusive from "../protocol/exclusive.js";
+import { acquireResult, checkCall, giveBackOf, raiseCall, type CallOptions, type ReleaseReply } from "../protocol/holds.js";
+import * as multi from "../protocol/multi.js";
+import * as shared from "../protocol/shared.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
-import { acquireMultiCall, combineStates, leaveMultiCall, multiResult, releaseMultiCall, type HandOverOptions } from "./multi.js";
 import type {
-  AcquireCall, AcquireResult, CountDownRequest, HoldRef, KeepaliveItem, KeepaliveResult, LatchRequest, LockTarget, ProclaimRequest, ReleaseResult,
-  SharedTarget, SingleTarget, Store,
+  AcquireCall, AcquireResult, CountDownRequest, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LatchReply, LatchRequest, LeaderReply,
+  LockTarget, ProclaimRequest, ReleaseResult, SharedTarget, SingleTarget, Store,
 } from "./types.js";
 
 export interface SingleStoreOptions {
@@ -31,8 +37,8 @@ export interface SingleStoreOptions {
 export class SingleStore implements Store {
   readonly endpoint: Endpoint;
   readonly grants: boolean;
-  readonly #o: SingleStoreOptions;
-  readonly #grant: "0" | "1";
+  /** What every call on this deployment carries. */
+  readonly #wire: CallOptions;
   /**
    * The newest request sent per entry id (= hold id when fresh), while an attempt's reply may
    * come late: an attempt's number, or the negated number of a refresh of the ticket (a waiter's
@@ -50,9 +56,11 @@ export class SingleStore implements Store {
 
   constructor(endpoint: Endpoint, o: SingleStoreOptions) {
     this.endpoint = endpoint;
-    this.#o = o;
     this.grants = o.grants;
-    this.#grant = o.grants ? "1" : "0";
+    this.#wire = {
+      keep: o.keepMs, window: o.replayWindowMs, grant: o.grants ? "1" : "0", publish: endpoint.publish, ordered: o.ordered === true,
+      countsIds: o.countsIds === true,
+    };
   }
 
   get name(): string {
@@ -87,32 +95,13 @@ export class SingleStore implements Store {
     // The script call is awaited here, not in a helper of its own: one promise fewer per acquire.
     const { target } = call;
     const result = target.family === "multi"
-      ? multiResult(target, await this.endpoint.run(acquireMultiCall(target.keys, call, this.#handOver()), undo))
-      : acquired(target, await this.endpoint.run(this.#acquireCall(target, call), undo));
+      ? multi.acquireResult(target, await this.endpoint.run(multi.acquireCall(target.keys, call, this.#wire), undo))
+      : acquireResult(target, await this.endpoint.run(target.family === "exclusive"
+        ? exclusive.acquireCall(target.keys, call, this.#wire) : shared.acquireCall(target, call, this.#wire), undo));
     // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
     const newest = this.#newest.get(entry);
     if (newest === attempt || (newest !== undefined && newest < 0)) this.#newest.delete(entry);
     return result;
-  }
-
-  #acquireCall(target: SingleTarget, call: AcquireCall): ScriptCall<AcquireReply> {
-    const { ask, entry, join } = call;
-    if (target.family === "exclusive") {
-      const k = target.keys;
-      return scripts.acquire.call(
-        { lock: k.lock, queue: k.queue, tickets: k.tickets },
-        { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, window: this.#o.replayWindowMs },
-        this.#o.ordered && ask.order !== undefined ? { args: [ask.order] } : undefined,
-      );
-    }
-    const k = target.keys;
-    return scripts.acquireShared.call(
-      { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets },
-      {
-        owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, mode: ask.mode, permits: ask.permits, limit: target.limit,
-        join, ticketLease: ask.ticketLeaseMs, keep: this.#o.keepMs,
-      },
-    );
   }
 
   abandon(call: AcquireCall): Promise<void> {
@@ -130,62 +119,29 @@ export class SingleStore implements Store {
 
   /** Leaves the line (giving back a hold founded for the ticket), then gives back an entry added to a hold. */
   async #giveBack(call: AcquireCall): Promise<void> {
-    if (call.join === "" || call.join === "*") {
-      // Leaving the queue also gives back a hold founded for the ticket (= the hold's id).
-      await this.#leave(call.target, call.ask.hold);
-    }
-    if (call.join !== "") {
-      // An entry that may have been added to a hold (a re-entry, or a join by owner: '*' lets the
-      // script find the hold by the entry); a nested read founds a hold of its own (its `join`
-      // names the hold it was let in under), whose id is its entry's.
-      const nestedRead = call.target.family === "shared" && call.ask.mode === "r" && call.join !== "*";
-      await this.release({ target: call.target, hold: nestedRead ? call.ask.hold : call.join, token: 0n }, call.entry);
-    }
+    const { leave, release } = giveBackOf(call);
+    if (leave) await this.#leave(call.target, call.ask.hold);
+    if (release !== undefined) await this.release({ target: call.target, hold: release, token: 0n }, call.entry);
   }
 
   async stepAside(call: AcquireCall): Promise<void> {
     const { target, ask } = call;
     // Only a mutex has an ordered line; any other attempt gives back all it may have obtained.
-    if (target.family !== "exclusive" || !this.#o.ordered || ask.order === undefined || ask.ticketLeaseMs === 0) return this.abandon(call);
+    if (target.family !== "exclusive" || !this.#wire.ordered || ask.order === undefined || ask.ticketLeaseMs === 0) return this.abandon(call);
     this.#newest.delete(call.entry);
-    const k = target.keys;
-    await this.endpoint.run(scripts.stepAside.call(
-      { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel },
-      { ticket: ask.hold, order: ask.order, ticketLease: ask.ticketLeaseMs, ttl: ask.ttlMs, owner: ask.owner, keep: this.#o.keepMs, publish: this.endpoint.publish },
-    ));
+    await this.endpoint.run(exclusive.stepAsideCall(target.keys, ask, ask.order, this.#wire));
   }
 
   async release(ref: HoldRef, entry: string, here = ""): Promise<ReleaseResult> {
-    let reply: ReleaseReply;
-    if (ref.target.family === "multi") {
-      reply = await this.endpoint.run(releaseMultiCall(ref.target.keys, ref.hold, entry, this.#handOver()));
-    } else if (ref.target.family === "exclusive") {
-      const k = ref.target.keys;
-      reply = await this.endpoint.run(scripts.release.call(
-        { lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
-        {
-          hold: ref.hold, entry, token: ref.token.toString(), keep: this.#o.keepMs, window: this.#o.replayWindowMs,
-          grant: this.#grant, publish: this.endpoint.publish, here,
-        },
-      ));
-    } else {
-      const k = ref.target.keys;
-      reply = await this.endpoint.run(scripts.releaseShared.call(
-        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
-        { hold: ref.hold, entry, window: this.#o.replayWindowMs, keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
-      ));
-    }
+    const t = ref.target;
+    const reply: ReleaseReply = await this.endpoint.run(t.family === "multi" ? multi.releaseCall(t.keys, ref.hold, entry, this.#wire)
+      : t.family === "exclusive" ? exclusive.releaseCall(t.keys, ref, entry, here, this.#wire) : shared.releaseCall(t.keys, ref, entry, this.#wire));
     if (reply.status === "freed" && reply.grants.length === 0) this.#announceVacancy(ref.target);
     return reply.status === "held" ? { status: "held" } : reply;
   }
 
   async setPermits(target: SharedTarget, limit: number, id: string): Promise<readonly Grant[]> {
-    const k = target.keys;
-    const reply = await this.endpoint.run(scripts.setPermits.call(
-      { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
-      { limit, id, window: this.#o.replayWindowMs, keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish },
-    ));
-    return reply.status === "set" ? reply.grants : [];
+    return shared.grantsOf(await this.endpoint.run(shared.setPermitsCall(target.keys, limit, id, this.#wire)));
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
@@ -195,7 +151,7 @@ export class SingleStore implements Store {
     // that hold away. So the late reply gives nothing back: the waiter takes the grant, attempts
     // again (a replay), or gives back all of it when its wait ends.
     const marks = this.#newest.size === 0 ? undefined : this.#markRefreshes(items);
-    const results = await keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#o.ordered === true, this.#o.replayWindowMs);
+    const results = await keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#wire.ordered, this.#wire.window);
     // Answered: every reply sent before the refreshes came already, none can come late.
     if (marks) for (const [entry, mark] of marks) if (this.#newest.get(entry) === mark) this.#newest.delete(entry);
     return results;
@@ -215,47 +171,29 @@ export class SingleStore implements Store {
   async check(ref: HoldRef): Promise<HoldState> {
     const target = ref.target;
     if (target.family === "multi") {
-      const states = target.keys.each.map((k) => this.endpoint.run(scripts.check.call({ key: k.lock }, { kind: "x", hold: ref.hold })));
-      return combineStates(await Promise.all(states));
+      return multi.combineStates(await Promise.all(multi.checkCalls(target.keys, ref.hold).map((call) => this.endpoint.run(call))));
     }
-    const key = target.family === "exclusive" ? target.keys.lock : target.keys.holders;
-    return this.endpoint.run(scripts.check.call({ key }, { kind: target.family === "exclusive" ? "x" : "s", hold: ref.hold }));
+    return this.endpoint.run(checkCall(target, ref.hold));
   }
 
   async raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void> {
-    const exclusive = target.family === "exclusive";
-    const hash = exclusive ? target.keys.lock : target.keys.state;
-    await this.endpoint.run(scripts.raiseFence.call({ hash }, { chosen: chosen.toString(), keep: this.#o.keepMs, kind: exclusive ? "x" : "s", hold }));
+    await this.endpoint.run(raiseCall(target, chosen, hold, this.#wire));
   }
 
   proclaim(req: ProclaimRequest): Promise<HoldState> {
-    return this.endpoint.run(scripts.proclaim.call(
-      { lock: req.keys.lock, channel: req.keys.channel },
-      {
-        hold: req.hold, token: req.token.toString(), value: req.value ?? "", has: req.value === null ? "0" : "1",
-        publish: this.endpoint.publish, seq: String(req.seq),
-      },
-    ));
+    return this.endpoint.run(proclaimCall(req, this.#wire));
   }
 
   readLeader(_name: string, lock: string): Promise<LeaderReply | null> {
-    return this.endpoint.run(scripts.readLeader.call({ lock }, {}));
+    return this.endpoint.run(readLeaderCall(lock));
   }
 
   countDown(req: CountDownRequest): Promise<LatchReply> {
-    return this.endpoint.run(scripts.countDown.call(
-      { latch: req.keys.state, channel: req.keys.channel },
-      { id: req.id, count: req.count, ttl: req.ttlMs, publish: this.endpoint.publish },
-      this.#latchIds(),
-    ));
+    return this.endpoint.run(countDownCall(req, this.#wire));
   }
 
   readLatch(req: LatchRequest): Promise<LatchReply> {
-    return this.endpoint.run(scripts.readLatch.call({ latch: req.keys.state }, { count: req.count }, this.#latchIds()));
-  }
-
-  #latchIds(): { args: string[] } | undefined {
-    return this.#o.countsIds ? { args: ["1"] } : undefined;
+    return this.endpoint.run(readLatchCall(req, this.#wire));
   }
 
   subscribers(): Promise<RedisSubscriber>[] {
@@ -263,20 +201,13 @@ export class SingleStore implements Store {
   }
 
   async #leave(target: LockTarget, ticket: string): Promise<void> {
-    const common = { keep: this.#o.keepMs, grant: this.#grant, publish: this.endpoint.publish };
     if (target.family === "multi") {
-      await this.endpoint.run(leaveMultiCall(target.keys, ticket, this.#handOver()));
+      await this.endpoint.run(multi.leaveCall(target.keys, ticket, this.#wire));
     } else if (target.family === "exclusive") {
-      const k = target.keys;
-      const left = await this.endpoint.run(scripts.leaveQueue.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel }, { ticket, ...common }));
       // A hold founded for the ticket was given back: the lock may be free now.
-      if (left === 2) this.#announceVacancy(target);
+      if (exclusive.leftHold(await this.endpoint.run(exclusive.leaveCall(target.keys, ticket, this.#wire)))) this.#announceVacancy(target);
     } else {
-      const k = target.keys;
-      await this.endpoint.run(scripts.leaveQueueShared.call(
-        { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets, channel: k.channel },
-        { ticket, window: this.#o.replayWindowMs, ...common },
-      ));
+      await this.endpoint.run(shared.leaveCall(target.keys, ticket, this.#wire));
     }
   }
 
@@ -288,13 +219,9 @@ export class SingleStore implements Store {
   #announceVacancy(target: LockTarget): void {
     if (target.family !== "exclusive" || !target.announce) return;
     const channel = target.keys.channel;
-    this.endpoint.command([this.endpoint.publish, channel, "e"], channel).catch((error: unknown) => {
+    this.endpoint.command([this.endpoint.publish, channel, VACANCY], channel).catch((error: unknown) => {
       publish("error", () => ({ key: target.keys.key, operation: "announce", error: error as Error }));
     });
-  }
-
-  #handOver(): HandOverOptions {
-    return { keep: this.#o.keepMs, window: this.#o.replayWindowMs, grant: this.#grant, publish: this.endpoint.publish };
   }
 
   #abandonQuietly(call: AcquireCall): Promise<void> {
@@ -303,10 +230,4 @@ export class SingleStore implements Store {
       publish("error", () => ({ key: call.target.keys.key, operation: "abandon", error: error as Error }));
     });
   }
-}
-
-/** An acquire script's reply as the store's result. */
-function acquired(target: SingleTarget, reply: AcquireReply): AcquireResult {
-  if (reply.status === "busy" || reply.status === "gone" || reply.status === "conflict") return reply;
-  return { status: reply.status, ref: { target, hold: reply.hold, token: reply.token }, pttlMs: reply.pttlMs, leaseToken: reply.leaseToken };
 }

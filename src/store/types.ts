@@ -5,11 +5,6 @@
  */
 import type { RedisSubscriber } from "../adapters/types.js";
 import type { ExclusiveKeys, MultiKeys, SharedKeys } from "../keys.js";
-import type { Grant, HoldState, LatchReply, LeaderReply, TicketState } from "../scripts/index.js";
-
-export type { LatchReply, LeaderReply };
-
-export type { Grant, HoldState, TicketState } from "../scripts/index.js";
 
 /**
  * Which lock: a mutex's hash, or a shared lock's zset (with a semaphore's limit). `announce`: a
@@ -19,7 +14,7 @@ export type { Grant, HoldState, TicketState } from "../scripts/index.js";
 export type LockTarget =
   | { readonly family: "exclusive"; readonly keys: ExclusiveKeys; readonly announce?: boolean }
   | { readonly family: "shared"; readonly keys: SharedKeys; readonly limit: number }
-  /** Several mutexes held as one hold (src/store/multi.ts). */
+  /** Several mutexes held as one hold (src/protocol/multi.ts). */
   | { readonly family: "multi"; readonly keys: MultiKeys };
 
 /** A lock of one key: what a fence is raised on. */
@@ -81,6 +76,25 @@ export type AcquireResult =
   | { readonly status: "gone" }
   | { readonly status: "conflict"; readonly limit: number };
 
+/** The lock handed to a queued waiter by the release that freed it. */
+export interface Grant {
+  readonly ticket: string;
+  readonly token: bigint;
+  /** The granted hold's PTTL, ms, when it was founded. */
+  readonly pttlMs: number;
+}
+
+/** A hold as a store sees it. */
+export type HoldState = "held" | "gone" | "taken";
+
+/** What a ticket refresh found. */
+export type TicketState =
+  | { readonly status: "granted"; readonly token: bigint; readonly pttlMs: number }
+  | { readonly status: "turn" }
+  | { readonly status: "queued"; readonly position: number; readonly counter: bigint }
+  /** The ticket's hold was granted and given back already: a refresh that came too late. */
+  | { readonly status: "done" };
+
 export type ReleaseResult =
   | { readonly status: "held" }
   | { readonly status: "freed"; readonly grants: readonly Grant[] }
@@ -128,6 +142,25 @@ export interface CountDownRequest extends LatchRequest {
   /** How long the latch lives after its creation, ms. */
   readonly ttlMs: number;
 }
+
+/** Who holds an election's lock on one node, and what it proclaimed. */
+export interface LeaderReply {
+  readonly owner: string;
+  readonly hold: string;
+  /** The token the leader proclaimed (its lease's), or this node's own token for the hold until then. */
+  readonly token: bigint;
+  readonly pttlMs: number;
+  readonly proclaimed: boolean;
+  /** The proclaimed value; null when none was proclaimed (or not yet). */
+  readonly value: string | null;
+  /** Which of the hold's proclaims this node shows (they are numbered 1, 2, ... by its leader); 0 before any. */
+  readonly seq: number;
+}
+
+/** A latch's count on one node; `ids`, when asked for (quorum mode), the count downs it has counted. */
+export type LatchReply =
+  | { readonly status: "counted" | "unchanged"; readonly left: number; readonly ids: readonly string[] }
+  | { readonly status: "conflict"; readonly count: number };
 
 export interface Store {
   readonly name: string;

@@ -15,9 +15,9 @@ import type { Clock } from "../clock.js";
 import { driftMs } from "../clock.js";
 import { boundedBy } from "../deadline.js";
 import { publish } from "../diagnostics.js";
-import { inboxOf } from "../keys.js";
 import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from "../errors.js";
 import type { Keepalive } from "../lease/keepalive.js";
+import { decodeMessage, inboxOf } from "../protocol/channel.js";
 import type { AcquireCall, AcquireResult, Grant, Store } from "../store/types.js";
 import { granted, obtained, type Obtained } from "./obtained.js";
 import { attemptStop, closedOnly, waitStop, type Stop } from "./stop.js";
@@ -267,18 +267,17 @@ export class WaitingRoom implements WakeupHandler {
     for (const grant of grants) this.#waiters.get(grant.ticket)?.push({ kind: "granted", token: grant.token, pttlMs: grant.pttlMs });
   }
 
-  /** A message on a lock's channel: "g <ticket> <token> <pttl>", "t <ticket>", "*", or "e" (for watchers). */
+  /** A message on a lock's channel (src/protocol/channel.ts). */
   message(channel: string, message: string): void {
-    const [kind, ticket, token, pttl] = message.split(" ");
-    if (kind === "g" && ticket !== undefined && token !== undefined && pttl !== undefined) {
-      this.#waiters.get(ticket)?.push({ kind: "granted", token: BigInt(token), pttlMs: Number(pttl) });
-    } else if (kind === "t" && ticket !== undefined) {
-      this.#waiters.get(ticket)?.push({ kind: "turn" });
-    } else if (kind === "e") {
-      // For those who watch who holds the lock (a new leader, a vacancy): nobody's turn.
-    } else {
+    const m = decodeMessage(message);
+    if (m.kind === "granted") {
+      this.#waiters.get(m.ticket)?.push({ kind: "granted", token: m.token, pttlMs: m.pttlMs });
+    } else if (m.kind === "turn") {
+      this.#waiters.get(m.ticket)?.push({ kind: "turn" });
+    } else if (m.kind === "everyone") {
       this.missed(channel);
     }
+    // "watch": for those who watch who holds the lock (a new leader, a vacancy): nobody's turn.
   }
 
   missed(channel: string): void {

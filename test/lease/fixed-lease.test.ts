@@ -7,7 +7,7 @@ import diagnostics from "node:diagnostics_channel";
 import { describe, it } from "node:test";
 import type { Redis } from "ioredis";
 import { LockLostError, type LostMessage } from "../../src/index.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { aborted, eventually, Harness, quietFor, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
 import type { RedisServer } from "../helpers/redis-topology.js";
 

@@ -9,7 +9,7 @@ import { ClosedError, DeadlockError, InvalidArgumentError, type Lease, LockLostE
 import { aborted, eventually, Harness, standaloneSuite, startsWaiting, within } from "../helpers/fixtures.js";
 import type { RedisServer } from "../helpers/redis-topology.js";
 import { runFixture } from "../fixtures/processes.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 
 describe("multiLock", () => {
   let server: RedisServer;

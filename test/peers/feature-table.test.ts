@@ -15,7 +15,7 @@ import * as semaphoreModule from "redis-semaphore";
 import { Mutex, MultiSemaphore, RedlockMutex, Semaphore } from "redis-semaphore";
 import { defaultOnLockLost } from "redis-semaphore/lib/misc.js";
 import { Surelock } from "../../src/index.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { eventually, quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 import { startPrimaries, startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 import { ready } from "../quorum/support.js";

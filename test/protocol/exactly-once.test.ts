@@ -10,7 +10,7 @@ import { Redis } from "ioredis";
 import { ConnectionError, LockLostError, Surelock } from "../../src/index.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { namesOf } from "../helpers/script-catalog.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { assertEveryKeyExpires, eventually, within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 

@@ -14,7 +14,7 @@ import { IoredisAdapter } from "../../src/adapters/ioredis.js";
 import { systemClock } from "../../src/clock.js";
 import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { SingleStore } from "../../src/store/single-store.js";
 import type { AcquireCall, TicketState } from "../../src/store/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";

@@ -1,7 +1,7 @@
 /** acquire.lua: take, re-enter or join a mutex, or stand in its queue — each exactly once. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, withoutInstants, type ScriptBench } from "./bench.js";
 
 void describe("acquire.lua", () => {

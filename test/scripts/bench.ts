@@ -9,7 +9,7 @@ import { Endpoint } from "../../src/adapters/endpoint.js";
 import { IoredisAdapter } from "../../src/adapters/ioredis.js";
 import { systemClock } from "../../src/clock.js";
 import { KeySpace, type ExclusiveKeys, type SharedKeys } from "../../src/keys.js";
-import type { ScriptCall } from "../../src/scripts/index.js";
+import type { ScriptCall } from "../../src/protocol/index.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
 
 export interface ScriptBench {

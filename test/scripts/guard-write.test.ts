@@ -1,7 +1,7 @@
 /** guard-write.lua: stale tokens refused; every write applied exactly once, however often it is sent. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("guard-write.lua", () => {

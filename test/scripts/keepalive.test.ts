@@ -1,7 +1,7 @@
 /** keepalive.lua: renews live holds only, refreshes tickets, reports grants; never founds anything. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { holdState, scripts, ticketState } from "../../src/scripts/index.js";
+import { holdState, scripts, ticketState } from "../../src/protocol/index.js";
 import { tombstoneOf } from "../../src/keys.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { KeySpace } from "../../src/keys.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { within } from "../helpers/fixtures.js";
 import { assertAllExpire, scriptBench, type ScriptBench } from "./bench.js";
 

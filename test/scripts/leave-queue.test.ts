@@ -1,7 +1,7 @@
 /** leave-queue.lua: a departed waiter neither stands in line nor holds the lock; twice changes nothing more. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("leave-queue.lua", () => {

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { tombstoneOf, type ExclusiveKeys } from "../../src/keys.js";
-import { scripts, ticketState, type ScriptCall } from "../../src/scripts/index.js";
+import { scripts, ticketState, type ScriptCall } from "../../src/protocol/index.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 const WALKS = ["lpos", "lrange", "lrem"];

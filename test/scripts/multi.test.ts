@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { tombstoneOf, type ExclusiveKeys } from "../../src/keys.js";
-import { scripts, ticketState } from "../../src/scripts/index.js";
+import { scripts, ticketState } from "../../src/protocol/index.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("multi-key scripts", () => {

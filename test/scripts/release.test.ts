@@ -1,8 +1,9 @@
 /** release.lua: one entry back, each at most once; the last one frees the lock and grants it to the queue's head. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
-import { inboxOf, tombstoneOf } from "../../src/keys.js";
+import { scripts } from "../../src/protocol/index.js";
+import { tombstoneOf } from "../../src/keys.js";
+import { inboxOf } from "../../src/protocol/channel.js";
 import { assertAllExpire, exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("release.lua", () => {

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { eventually } from "../helpers/fixtures.js";
 import { assertAllExpire, scriptBench, sharedKeys, withoutInstants, type ScriptBench } from "./bench.js";
 

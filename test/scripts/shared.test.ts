@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { assertAllExpire, scriptBench, sharedKeys, withoutInstants, type ScriptBench } from "./bench.js";
 
 void describe("the shared-lock scripts", () => {

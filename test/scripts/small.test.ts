@@ -1,7 +1,7 @@
 /** check.lua, raise-fence.lua, inspect.lua and force-release.lua. */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { scriptBench, type ScriptBench } from "./bench.js";
 
 void describe("check.lua, raise-fence.lua, inspect.lua, force-release.lua", () => {

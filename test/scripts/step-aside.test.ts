@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { tombstoneOf } from "../../src/keys.js";
 import { exclusiveKeys, scriptBench, type ScriptBench } from "./bench.js";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { describe, it } from "node:test";
 import { ConnectionError, Surelock, type LatchMessage } from "../../src/index.js";
-import { scripts } from "../../src/scripts/index.js";
+import { scripts } from "../../src/protocol/index.js";
 import { Gate, MemoryRedis, VirtualClock } from "../../src/testing/index.js";
 import { quietFor, startsWaiting, within } from "../helpers/fixtures.js";
 import { Observed } from "../election/support.js";
