@@ -11,19 +11,17 @@ import type { Ids } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import type { Lease } from "./lease/lease.js";
 import type { Section, Sections } from "./lease/sections.js";
-import type { HoldMode, LockTarget, SharedTarget } from "./store/types.js";
+import type { HoldMode, LockTarget, Reentry, SharedTarget } from "./store/types.js";
 
 /** Which store a Surelock runs on. */
 export type StoreKind = "redis" | "postgres" | "etcd";
 
-/** How a flow that holds `section` on this lock comes in again. */
-export type Reentry =
-  | { readonly kind: "fresh" }
-  /** One more entry on the section's hold. */
-  | { readonly kind: "join"; readonly hold: string }
-  /** A hold of its own, let in past the queue because the flow holds `via` (a nested read). */
-  | { readonly kind: "nested"; readonly via: string }
-  | { readonly kind: "deadlock"; readonly why: string };
+/**
+ * How a flow that holds `section` on this lock comes in again: one of the store's ways in
+ * (src/store/types.ts) but a join by owner, which the acquisition's options decide, not the
+ * section; or a deadlock, refused before anything is sent.
+ */
+export type SectionReentry = Exclude<Reentry, { readonly kind: "owner" }> | { readonly kind: "deadlock"; readonly why: string };
 
 /** One primitive, as the lock engine needs it. */
 export interface LockSpec {
@@ -44,7 +42,7 @@ export interface LockSpec {
   readonly ttlMs: number;
   /** Whether an explicit `owner` joins the hold that owner has (mutexes and write sides). */
   readonly sharesByOwner: boolean;
-  reentry(section: Section | undefined): Reentry;
+  reentry(section: Section | undefined): SectionReentry;
 }
 
 /** What an acquisition asks for, checked (see Lock's options). */
@@ -63,7 +61,7 @@ export interface Obtain {
   /** The flow's section of this lock, if it runs in one. */
   readonly section: Section | undefined;
   /** Already decided by the primitive: never `deadlock` here. */
-  readonly reentry: Exclude<Reentry, { kind: "deadlock" }>;
+  readonly reentry: Exclude<SectionReentry, { kind: "deadlock" }>;
 }
 
 /** What an engine answers: the lease, whether it re-entered a hold, and how many attempts it took. */

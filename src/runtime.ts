@@ -130,8 +130,7 @@ export class Runtime implements LeaseRuntime, Engine {
         order: Date.now(),
       },
       entry: reentry.kind === "join" ? this.ids.id() : hold,
-      join: reentry.kind === "join" ? reentry.hold : reentry.kind === "nested" ? reentry.via
-        : w.owner !== undefined && spec.sharesByOwner ? "*" : "",
+      reentry: reentry.kind === "fresh" && w.owner !== undefined && spec.sharesByOwner ? { kind: "owner" } : reentry,
     };
     let got: Obtained;
     for (let tries = 0; ; tries++) {

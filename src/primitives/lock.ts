@@ -5,9 +5,9 @@
 import { listened, publish } from "../diagnostics.js";
 import { ConnectionError, DeadlockError, LockTimeoutError, QuorumError } from "../errors.js";
 import type { Lease } from "../lease/lease.js";
-import type { Engine, LockSpec, Reentry, Wanted } from "../engine.js";
+import type { Engine, LockSpec, SectionReentry, Wanted } from "../engine.js";
 
-export type { LockSpec, Reentry } from "../engine.js";
+export type { LockSpec, SectionReentry } from "../engine.js";
 import { checkFunction, checkOptions, checkOwner, checkPositiveInt, checkSignal, checkTimeout, checkTtl } from "../validate.js";
 import type { Section } from "../lease/sections.js";
 
@@ -151,7 +151,7 @@ export abstract class Lock implements Lockable {
     // A section whose hold was lost cannot be re-entered, nor left for a fresh acquisition.
     const lost = section?.lease._hold.lost;
     if (lost) throw lost;
-    const reentry: Reentry = w.owner !== undefined && spec.sharesByOwner ? { kind: "fresh" } : spec.reentry(section);
+    const reentry: SectionReentry = w.owner !== undefined && spec.sharesByOwner ? { kind: "fresh" } : spec.reentry(section);
     if (reentry.kind === "deadlock") throw new DeadlockError(this.key, reentry.why);
     const { lease, entered, attempts } = await rt.obtain({ spec, wanted: w, section, reentry });
     if (listened("acquire")) publishAcquire(lease, entered, rt.clock.now() - startedAt, attempts);

@@ -6,7 +6,7 @@
  * itself, so that is refused at once (DeadlockError).
  */
 import type { Engine } from "../engine.js";
-import { Lock, type Reentry } from "./lock.js";
+import { Lock, type SectionReentry } from "./lock.js";
 import type { Section } from "../lease/sections.js";
 
 /** Options of `Surelock.readWriteLock()`. */
@@ -45,11 +45,11 @@ export class ReadWriteSide extends Lock {
 }
 
 /** A read inside a read or write section gets a read hold of its own, let in past the queue. */
-function readAgain(section: Section | undefined): Reentry {
+function readAgain(section: Section | undefined): SectionReentry {
   return section ? { kind: "nested", via: section.lease._hold.ref.hold } : { kind: "fresh" };
 }
 
-function writeAgain(section: Section | undefined): Reentry {
+function writeAgain(section: Section | undefined): SectionReentry {
   if (!section) return { kind: "fresh" };
   if (section.mode === "w") return { kind: "join", hold: section.lease._hold.ref.hold };
   return { kind: "deadlock", why: "this flow holds the read side and asked for the write side, which would wait for itself (release the read first)" };

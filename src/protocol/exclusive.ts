@@ -6,7 +6,7 @@
 import type { ExclusiveKeys } from "../keys.js";
 import { bind, LUA, type ScriptCall } from "../scripts/index.js";
 import type { AcquireCall, Ask, HoldRef } from "../store/types.js";
-import { parseAcquire, parseRelease, type AcquireReply, type CallOptions, type ReleaseReply } from "./holds.js";
+import { joinOf, parseAcquire, parseRelease, type AcquireReply, type CallOptions, type ReleaseReply } from "./holds.js";
 import { parseInt } from "./reply.js";
 
 /** A mutex's scripts. */
@@ -19,10 +19,10 @@ export const exclusiveScripts = {
 
 /** One attempt; in quorum mode's ordered line a waiter stands at its `order`. */
 export function acquireCall(keys: ExclusiveKeys, call: AcquireCall, o: CallOptions): ScriptCall<AcquireReply> {
-  const { ask, entry, join } = call;
+  const { ask, entry } = call;
   return exclusiveScripts.acquire.call(
     { lock: keys.lock, queue: keys.queue, tickets: keys.tickets },
-    { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs, window: o.window },
+    { owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join: joinOf(call.reentry), ticketLease: ask.ticketLeaseMs, window: o.window },
     o.ordered && ask.order !== undefined ? { args: [ask.order] } : undefined,
   );
 }

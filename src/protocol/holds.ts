@@ -1,11 +1,12 @@
 /**
- * What every lock family's protocol shares: what an attempt's give-back sends, the options every freeing call carries, the replies of
+ * What every lock family's protocol shares: how an attempt's way in (Reentry) is written for the
+ * scripts and what its give-back sends, the options every freeing call carries, the replies of
  * acquire and release (a mutex's, a shared lock's and a multiLock's are laid out alike), the hold
  * and ticket states that check and keepalive report, and the scripts that read or fence any one
  * lock (check, raise-fence).
  */
 import { bind, LUA, type ScriptCall } from "../scripts/index.js";
-import type { AcquireCall, AcquireResult, Grant, HoldState, SingleTarget, TicketState } from "../store/types.js";
+import type { AcquireCall, AcquireResult, Grant, HoldState, Reentry, SingleTarget, TicketState } from "../store/types.js";
 import { coded, int, parseInt, text, unexpected } from "./reply.js";
 
 /** What the calls of one deployment carry besides keys and the request: fixed for its store. */
@@ -24,16 +25,33 @@ export interface CallOptions {
 }
 
 /**
+ * The acquire scripts' `join` argument: '' fresh, '*' a join by owner (the script finds the
+ * owner's hold), else the id of the hold a join enters or a nested read is let in under (a shared
+ * lock's script tells the two apart by the mode: a nested read is the only read that names one).
+ */
+export function joinOf(reentry: Reentry): string {
+  switch (reentry.kind) {
+    case "fresh": return "";
+    case "owner": return "*";
+    case "join": return reentry.hold;
+    case "nested": return reentry.via;
+  }
+}
+
+/**
  * What giving back an attempt sends, in order: `leave`, whether it leaves the line (which also
  * gives back a hold founded for its ticket, whose id is the ticket's); `release`, the hold whose
- * entry `call.entry` it releases, when the attempt may have added one to a hold (a re-entry, or a
- * join by owner: '*' lets the script find the hold by the entry; a nested read founds a hold of
- * its own, its `join` naming the hold it was let in under, whose id is its entry's).
+ * entry `call.entry` it releases, when the attempt may have added one to a hold ('*', a join by
+ * owner: release.lua finds the hold by the entry; a nested read's own hold, whose id is its entry's).
  */
 export function giveBackOf(call: AcquireCall): { readonly leave: boolean; readonly release: string | undefined } {
-  const { join } = call;
-  const nestedRead = call.target.family === "shared" && call.ask.mode === "r" && join !== "*";
-  return { leave: join === "" || join === "*", release: join === "" ? undefined : nestedRead ? call.ask.hold : join };
+  const r = call.reentry;
+  switch (r.kind) {
+    case "fresh": return { leave: true, release: undefined };
+    case "owner": return { leave: true, release: "*" };
+    case "join": return { leave: false, release: r.hold };
+    case "nested": return { leave: false, release: call.ask.hold };
+  }
 }
 
 /** What an acquire attempt got. */

@@ -7,7 +7,7 @@
 import { tombstoneOf, type MultiKeys } from "../keys.js";
 import { bind, LUA, type ScriptCall } from "../scripts/index.js";
 import type { AcquireCall, AcquireResult, HoldState, LockTarget } from "../store/types.js";
-import { checkCall, parseRelease, type CallOptions, type ReleaseReply } from "./holds.js";
+import { checkCall, joinOf, parseRelease, type CallOptions, type ReleaseReply } from "./holds.js";
 import { coded, int, parseInt, text, unexpected } from "./reply.js";
 
 type MultiTarget = Extract<LockTarget, { readonly family: "multi" }>;
@@ -55,9 +55,9 @@ const freeingKeys = (keys: MultiKeys, entry: string): string[] =>
 
 /** One attempt on every key at once (a waiter that stops holding lines back hands the free keys on). */
 export function acquireCall(keys: MultiKeys, call: AcquireCall, o: CallOptions): ScriptCall<MultiAcquireReply> {
-  const { ask, entry, join } = call;
+  const { ask, entry } = call;
   return multiScripts.acquireMulti.call({}, {
-    owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join, ticketLease: ask.ticketLeaseMs,
+    owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, join: joinOf(call.reentry), ticketLease: ask.ticketLeaseMs,
     keep: o.keep, grant: o.grant, publish: o.publish,
   }, { keys: freeingKeys(keys, entry) });
 }

@@ -6,7 +6,7 @@
 import type { SharedKeys } from "../keys.js";
 import { bind, LUA, type ScriptCall } from "../scripts/index.js";
 import type { AcquireCall, Grant, HoldRef, SharedTarget } from "../store/types.js";
-import { parseAcquire, parseRelease, type AcquireReply, type CallOptions, type ReleaseReply } from "./holds.js";
+import { joinOf, parseAcquire, parseRelease, type AcquireReply, type CallOptions, type ReleaseReply } from "./holds.js";
 import { coded, int, parseInt, unexpected } from "./reply.js";
 
 /** What a change of a semaphore's limit did: `previous` is 0 where none was stored. */
@@ -39,13 +39,13 @@ const lockKeys = (k: SharedKeys): { state: string; holders: string; entries: str
 
 /** One attempt, with the limit the acquirer assumes (a semaphore's; 0 for a read-write lock). */
 export function acquireCall(target: SharedTarget, call: AcquireCall, o: CallOptions): ScriptCall<AcquireReply> {
-  const { ask, entry, join } = call;
+  const { ask, entry } = call;
   const k = target.keys;
   return sharedScripts.acquireShared.call(
     { state: k.state, holders: k.holders, entries: k.entries, queue: k.queue, tickets: k.tickets },
     {
       owner: ask.owner, hold: ask.hold, entry, ttl: ask.ttlMs, mode: ask.mode, permits: ask.permits, limit: target.limit,
-      join, ticketLease: ask.ticketLeaseMs, keep: o.keep,
+      join: joinOf(call.reentry), ticketLease: ask.ticketLeaseMs, keep: o.keep,
     },
   );
 }

@@ -54,8 +54,8 @@ export class QuorumStore implements Store {
     // A mutex's waiter keeps its place in every node's ordered line (docs/protocol.md, "Quorum
     // mode's waiting line"): a lost vote keeps its ticket, a lone hold is given back but the ticket
     // stays, and a winner's ticket leaves every line. Other attempts give back all a lost vote took.
-    // A join by owner ('*') waits in line too when its owner holds nothing yet.
-    const queued = (call.join === "" || call.join === "*") && call.ask.ticketLeaseMs > 0 && call.target.family === "exclusive" &&
+    // A join by owner waits in line too when its owner holds nothing yet.
+    const queued = (call.reentry.kind === "fresh" || call.reentry.kind === "owner") && call.ask.ticketLeaseMs > 0 && call.target.family === "exclusive" &&
       call.ask.order !== undefined;
     for (let round = 0; ; round++) {
       const startedAt = this.#clock.now();
@@ -137,9 +137,9 @@ export class QuorumStore implements Store {
       const pauseMs = splitPauseMs(this.#clock.now() - startedAt);
       // A split vote: every contender undid its part; try again after a random pause (the caller
       // attempts again after `waitMs`), so that they do not collide again.
-      if ((decision.outcome === "split" || decision.outcome === "won") && call.join === "") return { status: "busy", waitMs: pauseMs, position: -1, counter: 0n };
+      if ((decision.outcome === "split" || decision.outcome === "won") && call.reentry.kind === "fresh") return { status: "busy", waitMs: pauseMs, position: -1, counter: 0n };
       if (round >= RETRIES || stop?.aborted) {
-        throw new QuorumError(call.target.keys.key, call.join === "" ? "acquire" : "re-enter", outcomes(votes, this.#names,
+        throw new QuorumError(call.target.keys.key, call.reentry.kind === "fresh" ? "acquire" : "re-enter", outcomes(votes, this.#names,
           (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
       }
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up. The

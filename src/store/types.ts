@@ -43,13 +43,31 @@ export interface Ask {
   readonly order?: number;
 }
 
-/** One attempt: fresh (`join` ''), a re-entry of a hold (`join` its id), or a join by owner ('*'). */
+/**
+ * How an attempt relates to the holds that exist. A primitive decides it from the flow's `withLock`
+ * section (all but `owner`, which the acquisition's options decide); the store's protocol encodes
+ * it for the scripts (src/protocol/holds.ts).
+ */
+export type Reentry =
+  /** A hold of its own, founded for `Ask.hold`, through the waiting line. */
+  | { readonly kind: "fresh" }
+  /**
+   * Taken with an explicit owner on a lock whose holders share by owner (a mutex, a write side, a
+   * multiLock): one more entry on the hold that owner has, else a fresh hold through the line.
+   */
+  | { readonly kind: "owner" }
+  /** One more entry on the section's hold `hold`; never waits. */
+  | { readonly kind: "join"; readonly hold: string }
+  /** A read hold of its own, let in past the queue because the flow holds `via` (a nested read). */
+  | { readonly kind: "nested"; readonly via: string };
+
+/** One attempt, and how it comes in: its `entry` is `ask.hold` but for a join, whose entry has an id of its own. */
 export interface AcquireCall {
   readonly target: LockTarget;
   readonly ask: Ask;
-  /** This entry's id (= ask.hold when fresh). */
+  /** This entry's id (= ask.hold unless it joins a hold). */
   readonly entry: string;
-  readonly join: string;
+  readonly reentry: Reentry;
 }
 
 /** What a store holds on to for a hold, to release, renew and check it. */

@@ -16,7 +16,7 @@ import { ConnectionError } from "../../src/errors.js";
 import { KeySpace } from "../../src/keys.js";
 import { scripts } from "../../src/protocol/index.js";
 import { SingleStore } from "../../src/store/single-store.js";
-import type { AcquireCall, TicketState } from "../../src/store/types.js";
+import type { AcquireCall, Reentry, TicketState } from "../../src/store/types.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { within } from "../helpers/fixtures.js";
 import { startStandalone, type RedisServer } from "../helpers/redis-topology.js";
@@ -44,11 +44,11 @@ describe("a late reply's give-back", () => {
   });
   after(async () => { redis.disconnect(); await proxy.close(); await server.stop(); });
 
-  const callFor = (key: string, hold: string, owner = "o", join = ""): AcquireCall => ({
+  const callFor = (key: string, hold: string, owner = "o", reentry: Reentry = { kind: "fresh" }): AcquireCall => ({
     target: { family: "exclusive", keys: keys.exclusive(key) },
     ask: { owner, hold, ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 3_000 },
     entry: hold,
-    join,
+    reentry,
   });
 
   it("is not sent once the same identity was attempted again: the newer attempt's hold stays", async () => {
@@ -86,10 +86,10 @@ describe("a late reply's give-back", () => {
     // waiter's lease when the other sharers released.
     const key = "join";
     const lock = "surelock:{join}:lock";
-    const sharer = callFor(key, "hB", "own", "*");
+    const sharer = callFor(key, "hB", "own", { kind: "owner" });
     const founded = await within(5_000, store.acquire(sharer), "the sharer's acquire");
     assert.equal(founded.status, "founded");
-    const joiner = callFor(key, "hA", "own", "*");
+    const joiner = callFor(key, "hA", "own", { kind: "owner" });
     proxy.blackhole();
     await within(5_000, assert.rejects(store.acquire(joiner), ConnectionError, "the join misses its deadline"), "the join");
     // Replies now take a while: the late reply's give-back has a round trip in flight when the
@@ -117,7 +117,7 @@ describe("a late reply's give-back", () => {
     // granted; the late reply's give-back, sent after that refresh, would take the hold away.
     const key = "refresh";
     const lock = "surelock:{refresh}:lock";
-    const call = callFor(key, "hR", "own", "*");
+    const call = callFor(key, "hR", "own", { kind: "owner" });
     // The refresh script is loaded first: a NOSCRIPT would send the refresh again after the give-back.
     await within(5_000, store.keepalive([{ kind: "ticket", target: call.target, ask: { ...call.ask, hold: "warm" } }]), "a first refresh");
     await server.command("FLUSHALL");

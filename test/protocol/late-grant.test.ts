@@ -54,7 +54,7 @@ describe("a grant learned of after it lapsed", () => {
       target: { family: "exclusive", keys: k },
       ask: { owner: "x", hold: "x.1", ttlMs: 10_000, mode: "x", permits: 1, ticketLeaseMs: 20_000 },
       entry: "x.1",
-      join: "",
+      reentry: { kind: "fresh" },
     };
 
     const held = await y.mutex("late").acquire();
