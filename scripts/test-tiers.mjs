@@ -36,7 +36,7 @@ export const TIERS = [
     name: "unit",
     patterns: [
       "test/deadline.test.ts", "test/errors.test.ts", "test/layers.test.ts", "test/quorum/votes.test.ts", "test/torture/checkers.test.ts",
-      "test/torture/reproduced-by.test.ts", "test/protocol/encoding.test.ts",
+      "test/torture/reproduced-by.test.ts", "test/protocol/attempts.test.ts", "test/protocol/encoding.test.ts",
       "test/cli/clock-offset.test.ts", "test/cli/helpers.test.ts", "test/tiers.test.ts",
     ],
   },

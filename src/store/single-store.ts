@@ -15,6 +15,7 @@ import * as exclusive from "../protocol/exclusive.js";
 import { acquireResult, checkCall, giveBackOf, raiseCall, type CallOptions, type ReleaseReply } from "../protocol/holds.js";
 import * as multi from "../protocol/multi.js";
 import * as shared from "../protocol/shared.js";
+import { Attempts } from "./attempts.js";
 import { keepaliveInBatches } from "./keepalive-batch.js";
 import type {
   AcquireCall, AcquireResult, CountDownRequest, Grant, HoldRef, HoldState, KeepaliveItem, KeepaliveResult, LatchReply, LatchRequest, LeaderReply,
@@ -39,20 +40,8 @@ export class SingleStore implements Store {
   readonly grants: boolean;
   /** What every call on this deployment carries. */
   readonly #wire: CallOptions;
-  /**
-   * The newest request sent per entry id (= hold id when fresh), while an attempt's reply may
-   * come late: an attempt's number, or the negated number of a refresh of the ticket (a waiter's
-   * ticket is its hold id), sent behind an attempt still unanswered.
-   */
-  readonly #newest = new Map<string, number>();
-  /**
-   * Give-backs on the wire per entry id. One is two scripts (leave the line, then release the
-   * entry), the second sent once the first is answered: a newer attempt of that identity is sent
-   * only after the whole give-back settled, else it could run between the two, find its entry (a
-   * replay), answer "entered", and have the release take that entry out (torture seed 45).
-   */
-  readonly #givingBack = new Map<string, Promise<void>>();
-  #attempts = 0;
+  /** What happens to a late or lost reply, per entry id (= hold id when fresh). */
+  readonly #attempts = new Attempts();
 
   constructor(endpoint: Endpoint, o: SingleStoreOptions) {
     this.endpoint = endpoint;
@@ -70,51 +59,32 @@ export class SingleStore implements Store {
   async acquire(call: AcquireCall, stop?: AbortSignal): Promise<AcquireResult> {
     const { entry } = call;
     // Validity counts from before this wait (the caller read its send instant): only shorter.
-    const back = this.#givingBack.get(entry);
+    const back = this.#attempts.givingBack(entry);
     if (back !== undefined) {
       await back;
       // Its caller gave up meanwhile (and so gave this identity back again): not sent at all, or
       // it would take or queue something for nobody, behind that give-back.
       stop?.throwIfAborted();
-      const again = this.#givingBack.get(entry);
-      if (again !== undefined && again !== back) {
+      if (this.#attempts.givenBackSince(entry, back)) {
         throw new ConnectionError(`acquire of ${call.target.keys.key}: given back before it could be sent`);
       }
     }
-    const attempt = ++this.#attempts;
-    this.#newest.set(entry, attempt);
+    const attempt = this.#attempts.sent(entry);
     // A reply that comes after we gave up on it still took (or queued) something: give it back,
-    // unless the same identity was attempted or given back since. A newer attempt ran after this
-    // one, found its state (a replay) and answers for it; a give-back sent now would land behind
-    // it and delete the hold it counts (torture seed 3 on quorum).
-    const undo = (): Promise<void> | undefined => {
-      if (this.#newest.get(entry) !== attempt) return undefined;
-      this.#newest.delete(entry);
-      return this.#abandonQuietly(call);
-    };
+    // unless the same identity was attempted or given back since (Attempts.late).
+    const undo = (): Promise<void> | undefined => (this.#attempts.late(entry, attempt) ? this.#abandonQuietly(call) : undefined);
     // The script call is awaited here, not in a helper of its own: one promise fewer per acquire.
     const { target } = call;
     const result = target.family === "multi"
       ? multi.acquireResult(target, await this.endpoint.run(multi.acquireCall(target.keys, call, this.#wire), undo))
       : acquireResult(target, await this.endpoint.run(target.family === "exclusive"
         ? exclusive.acquireCall(target.keys, call, this.#wire) : shared.acquireCall(target, call, this.#wire), undo));
-    // Answered in time: nothing to give back late. (Unanswered, it stays: its reply may come.)
-    const newest = this.#newest.get(entry);
-    if (newest === attempt || (newest !== undefined && newest < 0)) this.#newest.delete(entry);
+    this.#attempts.answered(entry, attempt);
     return result;
   }
 
   abandon(call: AcquireCall): Promise<void> {
-    // Sent behind every attempt of this identity: no late reply needs a give-back of its own.
-    const { entry } = call;
-    this.#newest.delete(entry);
-    const giving = this.#giveBack(call);
-    const before = this.#givingBack.get(entry);
-    const settled = Promise.allSettled([before, giving]).then(() => {
-      if (this.#givingBack.get(entry) === settled) this.#givingBack.delete(entry);
-    });
-    this.#givingBack.set(entry, settled);
-    return giving;
+    return this.#attempts.giveBack(call.entry, () => this.#giveBack(call));
   }
 
   /** Leaves the line (giving back a hold founded for the ticket), then gives back an entry added to a hold. */
@@ -128,7 +98,7 @@ export class SingleStore implements Store {
     const { target, ask } = call;
     // Only a mutex has an ordered line; any other attempt gives back all it may have obtained.
     if (target.family !== "exclusive" || !this.#wire.ordered || ask.order === undefined || ask.ticketLeaseMs === 0) return this.abandon(call);
-    this.#newest.delete(call.entry);
+    this.#attempts.settle(call.entry);
     await this.endpoint.run(exclusive.stepAsideCall(target.keys, ask, ask.order, this.#wire));
   }
 
@@ -145,27 +115,11 @@ export class SingleStore implements Store {
   }
 
   async keepalive(items: readonly KeepaliveItem[]): Promise<KeepaliveResult[]> {
-    // A refresh sent behind an attempt whose reply is late is a newer request of that identity:
-    // it may find the hold that attempt founded for the ticket and report it granted, which the
-    // waiter then counts; a give-back triggered by the late reply would run after it and take
-    // that hold away. So the late reply gives nothing back: the waiter takes the grant, attempts
-    // again (a replay), or gives back all of it when its wait ends.
-    const marks = this.#newest.size === 0 ? undefined : this.#markRefreshes(items);
+    // A ticket's refresh is a newer request of its identity: a late attempt's reply before it gives nothing back.
+    const marks = this.#attempts.refreshing(items);
     const results = await keepaliveInBatches(items, this.endpoint.adapter.cluster, (call) => this.endpoint.run(call), this.#wire.ordered, this.#wire.window);
-    // Answered: every reply sent before the refreshes came already, none can come late.
-    if (marks) for (const [entry, mark] of marks) if (this.#newest.get(entry) === mark) this.#newest.delete(entry);
+    this.#attempts.refreshed(marks);
     return results;
-  }
-
-  #markRefreshes(items: readonly KeepaliveItem[]): [string, number][] {
-    const marks: [string, number][] = [];
-    for (const item of items) {
-      if (item.kind !== "ticket" || !this.#newest.has(item.ask.hold)) continue;
-      const mark = -++this.#attempts;
-      this.#newest.set(item.ask.hold, mark);
-      marks.push([item.ask.hold, mark]);
-    }
-    return marks;
   }
 
   async check(ref: HoldRef): Promise<HoldState> {
