@@ -221,7 +221,17 @@ export class QuorumStore implements Store {
     await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen, hold)));
   }
 
+  /**
+   * Two rounds: the value is stored, then, once a majority stored it, marked kept, which is what a
+   * read names (docs/quorum.md, "Elections"). A proclaim that reached fewer than a majority is never
+   * named; one that resolved is kept on a majority, which every majority read shares a node with.
+   */
   async proclaim(req: ProclaimRequest): Promise<HoldState> {
+    const stored = await this.#proclaimRound({ ...req, kept: false });
+    return stored === "held" ? this.#proclaimRound({ ...req, kept: true }) : stored;
+  }
+
+  async #proclaimRound(req: ProclaimRequest): Promise<HoldState> {
     const votes = await this.#everyNode((store) => store.proclaim(req));
     answered(req.name, "proclaim", votes, this.#names);
     const state = decideHold(votes, this.#nodes.length);

@@ -31,14 +31,17 @@ export interface LeaderReply {
   readonly value: string | null;
   /** Which of the hold's proclaims this node shows (they are numbered 1, 2, ... by its leader); 0 before any. */
   readonly seq: number;
+  /** The hold's newest *kept* proclaim on this node (proclaim.lua: known to have reached a majority); absent before one is. */
+  readonly kept?: { readonly seq: number; readonly value: string | null };
 }
 
 /** Reads a read-leader reply: null when nobody leads on this node. */
 export function parseLeader(reply: unknown): LeaderReply | null {
   if (!Array.isArray(reply)) unexpected("read-leader", reply);
   if (reply.length === 0) return null;
-  const [owner, hold, token, pttl, proclaimed, value, seq] = reply as unknown[];
+  const [owner, hold, token, pttl, proclaimed, value, seq, keptSeq, keptHas, keptValue] = reply as unknown[];
   const how = int("read-leader", reply, proclaimed);
+  const ks = how === 0 ? 0 : int("read-leader", reply, keptSeq);
   return {
     owner: text("read-leader", reply, owner),
     hold: text("read-leader", reply, hold),
@@ -48,6 +51,7 @@ export function parseLeader(reply: unknown): LeaderReply | null {
     value: how === 1 ? text("read-leader", reply, value) : null,
     // Not yet proclaimed: no number (six elements).
     seq: how === 0 ? 0 : int("read-leader", reply, seq),
+    ...(ks > 0 ? { kept: { seq: ks, value: int("read-leader", reply, keptHas) === 1 ? text("read-leader", reply, keptValue) : null } } : {}),
   };
 }
 

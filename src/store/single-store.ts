@@ -233,7 +233,8 @@ export class SingleStore implements Store {
       { lock: req.keys.lock, channel: req.keys.channel },
       {
         hold: req.hold, token: req.token.toString(), value: req.value ?? "", has: req.value === null ? "0" : "1",
-        publish: this.endpoint.publish, seq: String(req.seq),
+        // One node is every majority there is.
+        publish: this.endpoint.publish, seq: String(req.seq), kept: req.kept === false ? "0" : "1",
       },
     ));
   }

@@ -111,6 +111,11 @@ export interface ProclaimRequest {
   readonly value: string | null;
   /** Which of the leadership's proclaims this is (1, 2, ...): a node keeps the newest it was sent. */
   readonly seq: number;
+  /**
+   * Whether it is known to have reached a majority (quorum mode sends a proclaim twice, the second
+   * time with `kept` once a majority stored it); a node names only a kept proclaim to readers.
+   */
+  readonly kept?: boolean;
 }
 
 /** A latch, as every caller of it names it. */
