@@ -140,7 +140,8 @@ export class QuorumStore implements Store {
       if ((decision.outcome === "split" || decision.outcome === "won") && call.join === "") return { status: "busy", waitMs: pauseMs, position: -1, counter: 0n };
       if (round >= RETRIES || stop?.aborted) {
         throw new QuorumError(call.target.keys.key, call.join === "" ? "acquire" : "re-enter", outcomes(votes, this.#names,
-          (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
+          (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)),
+        undefined, need);
       }
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up. The
       // pause stays under one node timeout, so that the call keeps within the bound the runtime
@@ -214,7 +215,7 @@ export class QuorumStore implements Store {
     const votes = await this.#ask((i) => this.#store(i).check(this.#on(i, ref)), (v) => decideHold(v, this.#nodes.length, need));
     const decided = decideHold(votes, this.#nodes.length, need);
     if (decided) return decided;
-    throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
+    throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)), undefined, need);
   }
 
   async raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void> {
