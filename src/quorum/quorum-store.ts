@@ -233,8 +233,9 @@ export class QuorumStore implements Store {
   }
 
   async #proclaimRound(req: ProclaimRequest): Promise<HoldState> {
-    const votes = await this.#everyNode((store) => store.proclaim(req));
-    answered(req.name, "proclaim", votes, this.#names);
+    // Each round resolves at the first majority that decides (the others' calls still run: on one
+    // connection a node's first round is ahead of its second, and either order leaves it kept).
+    const votes = await this.#ask((i) => this.#store(i).proclaim(req), (v) => decideHold(v, this.#nodes.length));
     const state = decideHold(votes, this.#nodes.length);
     if (state) return state;
     throw new QuorumError(req.name, "proclaim", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));

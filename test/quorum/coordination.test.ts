@@ -11,7 +11,7 @@ import { aborted } from "../helpers/fixtures.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { Observed } from "../election/support.js";
-import { assertEveryKeyExpires, fastClient, ready, within } from "./support.js";
+import { assertEveryKeyExpires, eventually, fastClient, ready, within } from "./support.js";
 
 const CLIENTS = 3;
 
@@ -157,6 +157,9 @@ void describe("quorum mode: elections under one node cut off (3 nodes)", () => {
       const lead = (w.locks[0] as Surelock).election("q:e3");
       const la = await within(5_000, lead.campaign({ value: "a" }), "a's campaign");
       await within(5_000, lead.proclaim("a2"), "a2's proclaim");
+      // It resolved at the first majority; the third node's calls are still on their way.
+      await eventually(5_000, "a2 kept on every node", async () =>
+        (await Promise.all(w.nodes.map((n) => n.command("HGET", "surelock:election:{q:e3}:lock", "ks")))).every((ks) => ks === "2"));
       // Reaches node 0 alone: fewer than a majority, so it rejects.
       await assert.rejects(cutOff(w, 0, () => lead.proclaim("a3"), [1, 2]), QuorumError);
       assert.deepEqual(await Promise.all(w.nodes.map((n) => n.command("HGET", "surelock:election:{q:e3}:lock", "v"))), ["a3", "a2", "a2"]);
