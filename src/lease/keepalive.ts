@@ -92,14 +92,20 @@ export class Keepalive {
     if (hold.renewed) this.#wake(hold.renewDueAt);
   }
 
-  /** Stops for good, once the instance is closing; returns the holds it was watching (they expire in Redis after their ttl). */
+  /**
+   * Stops for good, once the instance is closing; returns the holds it was watching (they expire
+   * in Redis after their ttl). A hold being released stays watched until `forget`: its release is
+   * let finish, and its validity still bounds it.
+   */
   close(): Hold[] {
     const holds = [...this.#watched];
-    for (const hold of holds) this.stopRenewing(hold);
-    this.#watched.clear();
+    for (const hold of holds) {
+      this.stopRenewing(hold);
+      if (hold.phase !== "releasing") this.#watched.delete(hold);
+    }
     this.#tickets.clear();
     this.#clock.clearTimeout(this.#tickTimer);
-    this.#clock.clearTimeout(this.#expiryTimer);
+    if (this.#watched.size === 0) this.#clock.clearTimeout(this.#expiryTimer);
     return holds;
   }
 
@@ -134,7 +140,8 @@ export class Keepalive {
       if (hold.lost) this.forget(hold);
       else next = Math.min(next, hold.validUntilAt);
     }
-    if (next < Infinity && !this.#closed.aborted) this.#watchExpiry(next);
+    // After close only holds being released are left here, each until its release settles.
+    if (next < Infinity) this.#watchExpiry(next);
   }
 
   /** One tick: renew the holds due within 2/9 of their ttl and refresh the due tickets, in one batch. */
