@@ -36,3 +36,10 @@ export const systemClock: Clock = {
  * slightly different rates (1% of the lease) and timers fire late (2 ms). As in Redlock.
  */
 export const driftMs = (ttlMs: number): number => Math.floor(ttlMs * 0.01) + 2;
+
+/**
+ * Until when a lease confirmed by a request sent at `sentAt` (monotonic ms), with `pttlMs` left,
+ * can be trusted: the store applied the request after it was sent, so the lease lasts at least
+ * `pttlMs` from then, less the drift. The one place that rule is written (holds, grants, late answers).
+ */
+export const trustedUntil = (sentAt: number, pttlMs: number): number => sentAt + pttlMs - driftMs(pttlMs);

@@ -5,10 +5,12 @@
  * arrives afterwards to whoever must undo it. A `DeadlineQueue` bounds many calls that share one
  * timeout with a single timer; `within` bounds a one-off call (a subscription, a connect, a QUIT)
  * on real time, `boundedBy` one on the runtime's clock; `pause` waits on that clock until a time,
- * a signal or a wake-up, whichever comes first.
+ * a signal or a wake-up, whichever comes first. A `Shutdown` is the one close of an instance:
+ * the signal every wait ends on, the one check that refuses work after close().
  */
 import { setMaxListeners } from "node:events";
 import type { Clock } from "./clock.js";
+import { ClosedError } from "./errors.js";
 
 /** An AbortController that thousands of waiters may listen to. */
 export function widelyWatched(): AbortController {
@@ -270,5 +272,66 @@ export class DeadlineQueue {
       this.#queue.splice(0, this.#head);
       this.#head = 0;
     }
+  }
+}
+
+/**
+ * One Surelock's close, as one state machine: `open` → `closing` (close() was called: `signal`
+ * aborts with a ClosedError, every wait ends and `assertOpen` refuses new work; the work close lets
+ * finish, a release on the wire, still runs, counted by `begin`/`end`) → `closed` (close's steps
+ * ended). Every part of the instance reads this one state instead of keeping a flag of its own.
+ * There is no forceful close: each step close waits for is bounded by its own timeout.
+ */
+export class Shutdown {
+  readonly #controller = widelyWatched();
+  #closing: Promise<void> | undefined;
+  #ended = false;
+  /** Work close lets finish, on the wire now. */
+  #inFlight = 0;
+  #drained: Promise<void> | undefined;
+  #onDrained: (() => void) | undefined;
+
+  /** Aborts, with a ClosedError, the moment close begins. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get state(): "open" | "closing" | "closed" {
+    return this.#ended ? "closed" : this.#closing ? "closing" : "open";
+  }
+
+  /** The one refusal of new work after close(): throws ClosedError once close began. */
+  assertOpen(): void {
+    if (this.#controller.signal.aborted) throw new ClosedError();
+  }
+
+  /** Work that close lets finish begins (call `end` once it settles, whatever the outcome). */
+  begin(): void {
+    this.#inFlight++;
+  }
+
+  end(): void {
+    if (--this.#inFlight > 0 || !this.#onDrained) return;
+    this.#onDrained();
+    this.#onDrained = undefined;
+  }
+
+  /** Settles once no work begun with `begin` is left (at once when none is). */
+  get drained(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    this.#drained ??= new Promise<void>((resolve) => { this.#onDrained = resolve; }).finally(() => { this.#drained = undefined; });
+    return this.#drained;
+  }
+
+  /**
+   * Begins closing: aborts `signal`, then runs `steps` (once: a second call returns the first
+   * call's promise), after which the state is `closed`.
+   */
+  close(steps: () => Promise<void>): Promise<void> {
+    if (!this.#closing) {
+      this.#controller.abort(new ClosedError());
+      this.#closing = steps().finally(() => { this.#ended = true; });
+    }
+    return this.#closing;
   }
 }

@@ -113,7 +113,10 @@ export interface NodeOutcome {
   readonly error?: Error;
 }
 
-/** Quorum mode: fewer than N/2+1 nodes agreed. `nodes` lists every node's outcome. */
+/**
+ * Quorum mode: fewer nodes agreed than the operation needs (N/2+1, more for a semaphore of several
+ * permits: docs/quorum.md). `nodes` lists every node's outcome.
+ */
 export class QuorumError extends SurelockError {
   /** The stable code of this class: `ERR_SURELOCK_QUORUM`. */
   static override readonly CODE = "ERR_SURELOCK_QUORUM";
@@ -121,10 +124,12 @@ export class QuorumError extends SurelockError {
   readonly key: string;
   /** Every node's outcome, in the order the clients were given. */
   readonly nodes: readonly NodeOutcome[];
+  /** How many nodes had to agree. */
+  readonly needed: number;
 
-  constructor(key: string, operation: string, nodes: readonly NodeOutcome[], detail?: string) {
+  /** `needed`: how many nodes had to agree, when not a majority. */
+  constructor(key: string, operation: string, nodes: readonly NodeOutcome[], detail?: string, needed = Math.floor(nodes.length / 2) + 1) {
     const agreed = nodes.filter((n) => n.ok).length;
-    const needed = Math.floor(nodes.length / 2) + 1;
     const list = nodes.map((n) => `${n.node}: ${n.ok ? "ok" : (n.error?.message ?? "refused")}`).join("; ");
     super(
       QuorumError.CODE,
@@ -133,6 +138,7 @@ export class QuorumError extends SurelockError {
     this.name = "QuorumError";
     this.key = key;
     this.nodes = nodes;
+    this.needed = needed;
   }
 }
 

@@ -1,12 +1,13 @@
 /**
  * What every primitive of one Surelock shares: the store (one deployment or a quorum), the clock,
  * the watchdog, the waiting room and its wake-up subscriptions, the sections that carry
- * reentrancy, this process's holds, and one `closed` signal that ends every wait.
+ * reentrancy, this process's holds, and the instance's Shutdown (its one close state), whose
+ * signal ends every wait.
  */
-import { driftMs, type Clock } from "./clock.js";
-import { widelyWatched } from "./deadline.js";
+import { trustedUntil, type Clock } from "./clock.js";
+import type { Shutdown } from "./deadline.js";
 import type { Engine, Obtain, ObtainResult } from "./engine.js";
-import { ClosedError, DeadlockError, LockTimeoutError } from "./errors.js";
+import { DeadlockError, LockTimeoutError } from "./errors.js";
 import { Ids, ownerOf } from "./ids.js";
 import type { KeySpace } from "./keys.js";
 import { Hold } from "./lease/hold.js";
@@ -29,6 +30,8 @@ export interface RuntimeOptions {
   readonly store: Store;
   readonly clock: Clock;
   readonly keys: KeySpace;
+  /** The instance's close, which the Surelock owns. */
+  readonly shutdown: Shutdown;
   /** The wait of an acquire that names no timeout, ms (Infinity: none). */
   readonly acquireTimeoutMs: number;
   /** Longest pause between two checks of a waiting ticket, ms. */
@@ -59,11 +62,10 @@ export class Runtime implements LeaseRuntime, Engine {
   readonly waiting: WaitingRoom;
   readonly sections = new Sections();
   readonly #wakeups: Wakeups;
-  readonly #closer = widelyWatched();
+  readonly shutdown: Shutdown;
   /** This process's holds by hold id, so that a re-entry joins its section's hold. */
   readonly #holds = new Map<string, Hold>();
   readonly #listeners = new Map<string, Set<ChannelListener>>();
-  #closing: Promise<void> | undefined;
 
   constructor(o: RuntimeOptions) {
     this.store = o.store;
@@ -72,9 +74,10 @@ export class Runtime implements LeaseRuntime, Engine {
     this.acquireTimeoutMs = o.acquireTimeoutMs;
     this.callBoundMs = o.callBoundMs;
     this.pollMs = o.pollMs;
-    this.keepalive = new Keepalive(o.store, o.clock);
+    this.shutdown = o.shutdown;
+    this.keepalive = new Keepalive(o.store, o.clock, o.shutdown.signal);
     this.waiting = new WaitingRoom({
-      store: o.store, keepalive: this.keepalive, clock: o.clock, closed: this.#closer.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
+      store: o.store, keepalive: this.keepalive, clock: o.clock, closed: o.shutdown.signal, pollMs: o.pollMs, newId: () => this.ids.id(), instance: this.ids.instance,
       callBoundMs: o.attemptBoundMs,
     });
     // The waiting room hears every channel; other listeners hear the channels they asked for.
@@ -88,7 +91,7 @@ export class Runtime implements LeaseRuntime, Engine {
         for (const listener of this.#listeners.get(channel) ?? []) listener.missed();
       },
     };
-    this.#wakeups = new Wakeups(() => o.store.subscribers(), handler, o.clock, o.closeMs);
+    this.#wakeups = new Wakeups(() => o.store.subscribers(), handler, o.clock, o.closeMs, o.shutdown.signal);
     this.waiting.listen(this.#wakeups);
   }
 
@@ -109,11 +112,11 @@ export class Runtime implements LeaseRuntime, Engine {
 
   /** Aborts, with a ClosedError, when close() is called. */
   get closed(): AbortSignal {
-    return this.#closer.signal;
+    return this.shutdown.signal;
   }
 
   assertOpen(): void {
-    if (this.#closer.signal.aborted) throw new ClosedError();
+    this.shutdown.assertOpen();
   }
 
   /** Takes the lock of `spec` on Redis: waits in the room (fresh), or enters the section's hold. */
@@ -167,7 +170,7 @@ export class Runtime implements LeaseRuntime, Engine {
         got = { ref: result.ref, entry: call.entry, entered: result.status === "entered", sentAt, pttlMs: result.pttlMs, attempts: 1 };
       }
       // An answer so late that the lease is already unsafe (a paused process): give it back, try again.
-      if (reentry.kind !== "fresh" || got.sentAt + got.pttlMs - driftMs(got.pttlMs) > this.clock.now()) break;
+      if (reentry.kind !== "fresh" || trustedUntil(got.sentAt, got.pttlMs) > this.clock.now()) break;
       await this.store.abandon(call);
     }
     const leaseHold = this.holdFor(got, call.ask.owner, ttlMs, w.leaseTimeMs === undefined, call.ask.permits);
@@ -192,7 +195,9 @@ export class Runtime implements LeaseRuntime, Engine {
   holdFor(got: Obtained, owner: string, ttlMs: number, renewing: boolean, permits: number): Hold {
     const existing = this.#holds.get(got.ref.hold);
     // A mutex that joined a multiLock's hold by owner stands on that key alone: a hold of its own here.
-    if (existing && !existing.lost && existing.ref.target.family === got.ref.target.family) return existing;
+    // A hold being released here (its last lease left) ends with that release: a new entry stands on
+    // a new Hold, which the watchdog renews.
+    if (existing?.phase === "held" && existing.ref.target.family === got.ref.target.family) return existing;
     const hold = new Hold({
       ref: got.ref, owner, ttlMs, renewing, permits, clock: this.clock, confirmed: Hold.first(got.sentAt, ttlMs), pttlMs: got.pttlMs,
     });
@@ -215,22 +220,19 @@ export class Runtime implements LeaseRuntime, Engine {
   }
 
   /**
-   * Ends every wait (ClosedError), gives back every entry this process holds (their signals
-   * abort first) and closes the wake-up connections. Each step is bounded; a second call joins the
-   * first.
+   * close()'s steps, run once by the Shutdown after its signal ended every wait (ClosedError):
+   * gives back every entry this process holds (their signals abort first), lets a release on the
+   * wire finish, and closes the wake-up connections. Each step is bounded.
    */
-  close(): Promise<void> {
-    this.#closing ??= this.#close();
-    return this.#closing;
-  }
-
-  async #close(): Promise<void> {
-    this.#closer.abort(new ClosedError());
+  async shutDown(): Promise<void> {
     const holds = this.keepalive.close();
     this.#holds.clear();
     await Promise.all([
       this.#wakeups.close(),
+      // A release on the wire is bounded by its command timeout (or its validity): it is let finish.
+      this.shutdown.drained,
       ...holds.flatMap((hold) => {
+        if (hold.phase === "releasing") return [];
         const entries = hold.leases.map((lease) => lease._entry);
         hold.lose("closed", "the Surelock instance was closed while it was held");
         // Each call is bounded by its command timeout; what does not get through expires by itself.

@@ -5,6 +5,7 @@
 import { Endpoint } from "./adapters/endpoint.js";
 import { toAdapter, type RedisClient } from "./adapters/detect.js";
 import { systemClock, type Clock } from "./clock.js";
+import { Shutdown } from "./deadline.js";
 import type { StoreKind } from "./engine.js";
 import { EtcdStore } from "./etcd/store.js";
 import { InvalidArgumentError, UnsupportedError } from "./errors.js";
@@ -140,7 +141,8 @@ export class Surelock {
   readonly #rt: Runtime | undefined;
   readonly #engine: Runtime | NamedEngine;
   #endpoints: readonly Endpoint[] = [];
-  #closed: Promise<void> | undefined;
+  /** The instance's one close state: every part of it reads this, and only it refuses work after close(). */
+  readonly #shutdown = new Shutdown();
   /** The PostgreSQL store, for guards checked in the user's transaction. */
   #pg: PostgresStore | undefined;
 
@@ -205,7 +207,7 @@ export class Surelock {
       }
       this.#pg = pg;
       return new NamedEngine({
-        backend: new PostgresBackend(pg, this.ttl), clock, keys, namePrefix: `${this.prefix}/`, acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs,
+        shutdown: this.#shutdown, backend: new PostgresBackend(pg, this.ttl), clock, keys, namePrefix: `${this.prefix}/`, acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs,
         pollMs: pollMs ?? 1_000,
       });
     }
@@ -219,7 +221,7 @@ export class Surelock {
     }
     // etcd's extend renews the session (a keep-alive) and checks the key: two requests at once.
     return new NamedEngine({
-      backend: new EtcdBackend(etcd, clock, pollMs ?? 1_000), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2, pollMs: pollMs ?? 1_000,
+      shutdown: this.#shutdown, backend: new EtcdBackend(etcd, clock, pollMs ?? 1_000), clock, keys, namePrefix: "", acquireTimeoutMs: this.acquireTimeout, callBoundMs: timeoutMs * 2, pollMs: pollMs ?? 1_000,
     });
   }
 
@@ -257,7 +259,7 @@ export class Surelock {
     const callMs = timeoutMs + (replicas?.timeoutMs ?? 0);
     const callBoundMs = quorum ? QUORUM_ROUNDS * (callMs + 3 * callMs) : callMs;
     return new Runtime({
-      store, clock, keys: new KeySpace(this.prefix), acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
+      shutdown: this.#shutdown, store, clock, keys: new KeySpace(this.prefix), acquireTimeoutMs: this.acquireTimeout, pollMs, closeMs: timeoutMs, callBoundMs,
       // Quorum mode's attempt may ask again and waits for its votes to be treated: no lazy wait there.
       ...(quorum ? {} : { attemptBoundMs: callMs }),
     });
@@ -285,7 +287,7 @@ export class Surelock {
     const o = checkOptions<MutexOptions>("options", options, ["ttl", "fair"]);
     const ttl = this.#lockTtl(o.ttl);
     if (o.fair !== undefined) checkBoolean("options.fair", o.fair);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     return Mutex._create(this.#engine, key, ttl);
   }
 
@@ -298,7 +300,7 @@ export class Surelock {
     const checked = checkMultiKeys(this.#engine, keys, this.#endpoints.some((e) => e.adapter.cluster));
     const o = checkOptions<MultiLockOptions>("options", options, ["ttl"]);
     const ttl = this.#lockTtl(o.ttl);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     return MultiLock._create(this.#engine, checked, ttl);
   }
 
@@ -307,7 +309,7 @@ export class Surelock {
     checkKey("key", key);
     const o = checkOptions<ReadWriteLockOptions>("options", options, ["ttl"]);
     const ttl = this.#lockTtl(o.ttl);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     return ReadWriteLock._create(this.#engine, key, ttl);
   }
 
@@ -321,7 +323,7 @@ export class Surelock {
     const o = checkOptions<SemaphoreOptions>("options", options, ["permits", "ttl"]);
     const permits = checkPositiveInt("options.permits", o.permits, MAX_PERMITS);
     const ttl = this.#lockTtl(o.ttl);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     return Semaphore._create(this.#engine, key, ttl, permits);
   }
 
@@ -334,7 +336,7 @@ export class Surelock {
     checkKey("name", name);
     const o = checkOptions<ElectionOptions>("options", options, ["ttl"]);
     const ttl = this.#lockTtl(o.ttl);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     if (this.#engine instanceof NamedEngine) return Election._createOn(this.#engine, this.#engine.election(name), name, ttl);
     return Election._create(this.#redisOnly("election()"), name, ttl);
   }
@@ -349,7 +351,7 @@ export class Surelock {
     const o = checkOptions<LatchOptions>("options", options, ["count", "ttl"]);
     const count = checkPositiveInt("options.count", o.count, 1_000_000);
     const ttl = o.ttl === undefined ? 3_600_000 : checkTtl("options.ttl", o.ttl);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     if (this.#engine instanceof NamedEngine) return CountDownLatch._createOn(this.#engine.latch(name, count, ttl), name, count, ttl);
     return CountDownLatch._create(this.#redisOnly("latch()"), name, count, ttl);
   }
@@ -368,7 +370,7 @@ export class Surelock {
    */
   guard(resource: string): FencingGuard {
     checkKey("resource", resource);
-    this.#engine.assertOpen();
+    this.#shutdown.assertOpen();
     if (this.#pg) {
       const guard = this.#pg.guard(resource);
       return FencingGuard._createChecked((client, token) => guard.check(client as PgQueryable, token), this.#engine.keys, resource, this.#engine.ids);
@@ -395,10 +397,9 @@ export class Surelock {
    * on them. Idempotent: a second call joins the first.
    */
   close(): Promise<void> {
-    this.#closed ??= this.#engine.close().finally(() => {
+    return this.#shutdown.close(() => this.#engine.shutDown().finally(() => {
       for (const endpoint of this.#endpoints) endpoint.adapter.detach?.();
-    });
-    return this.#closed;
+    }));
   }
 }
 

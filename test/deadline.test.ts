@@ -1,10 +1,11 @@
-// Bounding promises: the deadline queue that bounds every script call of an endpoint, and the
-// cheap stop that races calls against close() alone.
+// Bounding promises: the deadline queue that bounds every script call of an endpoint, the
+// cheap stop that races calls against close() alone, and the one close (Shutdown).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { boundedBy, DeadlineQueue, pause } from "../src/deadline.js";
+import { boundedBy, DeadlineQueue, pause, Shutdown } from "../src/deadline.js";
+import { ClosedError } from "../src/errors.js";
 import { VirtualClock } from "../src/testing/index.js";
 import { closedOnly } from "../src/waiting/stop.js";
 
@@ -89,15 +90,15 @@ describe("closedOnly (a call with no stop of its own)", () => {
   });
 });
 
-describe("pause and boundedBy (the waits on the runtime's clock)", () => {
-  /** Settles `p` and reports which of its outcomes came by now (after the microtasks ran). */
-  const state = async (p: Promise<unknown>): Promise<string> => {
-    let outcome = "pending";
-    p.then((v) => { outcome = `resolved ${String(v)}`; }, (e: unknown) => { outcome = `rejected ${String(e)}`; });
-    await new Promise((resolve) => setImmediate(resolve));
-    return outcome;
-  };
+/** Settles `p` and reports which of its outcomes came by now (after the microtasks ran). */
+async function state(p: Promise<unknown>): Promise<string> {
+  let outcome = "pending";
+  p.then((v) => { outcome = `resolved ${String(v)}`; }, (e: unknown) => { outcome = `rejected ${String(e)}`; });
+  await new Promise((resolve) => setImmediate(resolve));
+  return outcome;
+}
 
+describe("pause and boundedBy (the waits on the runtime's clock)", () => {
   it("pause ends at its time, at its signal, or at its wake-up, whichever comes first, and leaves no timer", async () => {
     const clock = new VirtualClock();
     const timed = pause(clock, 100);
@@ -128,5 +129,39 @@ describe("pause and boundedBy (the waits on the runtime's clock)", () => {
     await clock.advance(100);
     assert.equal(await slow, undefined);
     assert.equal(clock.pendingTimers, 0, "every timer cleared");
+  });
+});
+
+describe("Shutdown: one close", () => {
+  it("open → closing → closed: the signal aborts and new work is refused from the first close(), which a second one joins", async () => {
+    const shutdown = new Shutdown();
+    assert.equal(shutdown.state, "open");
+    shutdown.assertOpen();
+    let runs = 0;
+    let finish!: () => void;
+    const steps = (): Promise<void> => { runs++; return new Promise((resolve) => { finish = resolve; }); };
+    const first = shutdown.close(steps);
+    assert.equal(shutdown.state, "closing");
+    assert.ok(shutdown.signal.reason instanceof ClosedError);
+    assert.throws(() => shutdown.assertOpen(), ClosedError);
+    assert.equal(shutdown.close(steps), first, "a second close() is the first one");
+    assert.equal(runs, 1);
+    finish();
+    await first;
+    assert.equal(shutdown.state, "closed");
+    assert.equal(shutdown.close(steps), first);
+    assert.equal(runs, 1);
+  });
+
+  it("drained settles once the work begun before it ended (at once when there is none)", async () => {
+    const shutdown = new Shutdown();
+    assert.equal(await state(shutdown.drained), "resolved undefined");
+    shutdown.begin();
+    shutdown.begin();
+    const drained = shutdown.drained;
+    shutdown.end();
+    assert.equal(await state(drained), "pending");
+    shutdown.end();
+    assert.equal(await state(drained), "resolved undefined");
   });
 });

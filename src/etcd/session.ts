@@ -7,7 +7,7 @@
  * acknowledgement, or etcd answers that the lease is gone, the generation's signal aborts: every
  * hold under it is lost at once. The next acquisition grants a new lease (a new generation).
  */
-import { driftMs, type Clock } from "../clock.js";
+import { trustedUntil, type Clock } from "../clock.js";
 import { widelyWatched, within } from "../deadline.js";
 import { bounded, closeStream, typed, type EtcdClient } from "./calls.js";
 
@@ -64,7 +64,7 @@ export class Generation {
       return;
     }
     const ttlMs = ttlSeconds * 1000;
-    this.#heldUntil = Math.max(this.#heldUntil, sentAt + ttlMs - driftMs(ttlMs));
+    this.#heldUntil = Math.max(this.#heldUntil, trustedUntil(sentAt, ttlMs));
     this.#lastError = undefined;
     this.#armExpiry();
   }
@@ -153,7 +153,7 @@ export class Session {
       throw typed(error, "a lease grant");
     }
     const ttlMs = Number(res.TTL) * 1000;
-    const g = new Generation(res.ID, ttlMs, sentAt + ttlMs - driftMs(ttlMs), this);
+    const g = new Generation(res.ID, ttlMs, trustedUntil(sentAt, ttlMs), this);
     if (this.#closed) {
       void this.revoke(g.id);
       throw new SessionLost("expired", "the store is closed");

@@ -8,7 +8,7 @@
  * (`leaseTimeMs`, never renewed).
  */
 import type { FilterType, IDuplexStream, IKeyValue, IRangeResponse, IRequestOp, ITxnResponse, IWatchRequest, IWatchResponse } from "etcd3";
-import { driftMs, systemClock, type Clock } from "../clock.js";
+import { systemClock, trustedUntil, type Clock } from "../clock.js";
 import { Interruption, pause, widelyWatched, within } from "../deadline.js";
 import {
   ClosedError, ConflictError, ConnectionError, InvalidArgumentError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError,
@@ -313,7 +313,7 @@ export class EtcdStore implements NamedLockStore {
     }
     const old = tracked.ownLease.id;
     this.#clock.clearTimeout(tracked.ownLease.timer);
-    const until = sentAt + ttlMs - driftMs(ttlMs);
+    const until = trustedUntil(sentAt, ttlMs);
     tracked.ownLease = { id: lease.id, timer: this.#expireAt(tracked, until) };
     tracked.heldUntil = () => until;
     tracked.ref = { ...tracked.ref, lease: lease.id };
@@ -557,7 +557,7 @@ export class EtcdStore implements NamedLockStore {
       const sentAt = this.#clock.now();
       if (req.leaseTimeMs !== undefined) {
         const own = await stop.race(this.#grant(req.leaseTimeMs), (l) => void this.#revoke(l.id));
-        const until = sentAt + req.leaseTimeMs - driftMs(req.leaseTimeMs);
+        const until = trustedUntil(sentAt, req.leaseTimeMs);
         lease = { id: own.id, signal: this.#closing.signal, heldUntil: () => until, own: true };
       } else {
         const g: Generation = await stop.race(this.#session.lease());
@@ -707,7 +707,7 @@ export class EtcdStore implements NamedLockStore {
     const ref: HoldRef = { name, hold: key.slice(key.lastIndexOf("/") + 1), key, token, mode, lease: lease.id, leaseKind: lease.own ? "own" : "session" };
     const t: Tracked = { ref, controller, value, modRevision, heldUntil: lease.heldUntil, released: false, releasing: false };
     if (lease.own) {
-      const until = sentAt + leaseTimeMs! - driftMs(leaseTimeMs!);
+      const until = trustedUntil(sentAt, leaseTimeMs!);
       t.ownLease = { id: lease.id, timer: this.#expireAt(t, until) };
     } else {
       const onLoss = (): void => {

@@ -37,11 +37,13 @@ export class Keepalive {
   #expiryTimer: unknown;
   #expiryAt = Infinity;
   #ticking = false;
-  #closed = false;
+  /** The instance's close (its Shutdown's signal): once it aborts, nothing new is watched. */
+  readonly #closed: AbortSignal;
 
-  constructor(store: Store, clock: Clock) {
+  constructor(store: Store, clock: Clock, closed: AbortSignal) {
     this.#store = store;
     this.#clock = clock;
+    this.#closed = closed;
   }
 
   /** Number of holds being renewed. */
@@ -51,10 +53,9 @@ export class Keepalive {
 
   /** Starts watching a hold's validity, and renewing it unless it is of fixed length. */
   track(hold: Hold): void {
-    if (this.#closed) return;
+    if (this.#closed.aborted) return;
     this.#watched.add(hold);
-    if (hold.renewing && !hold.renewed) {
-      hold.renewed = true;
+    if (hold.startRenewals()) {
       this.#renewedCount++;
       this.#wake(hold.renewDueAt);
     }
@@ -63,9 +64,7 @@ export class Keepalive {
 
   /** Stops renewing a hold; its validity stays watched until `forget`. */
   stopRenewing(hold: Hold): void {
-    if (!hold.renewed) return;
-    hold.renewed = false;
-    this.#renewedCount--;
+    if (hold.stopRenewals()) this.#renewedCount--;
   }
 
   forget(hold: Hold): void {
@@ -75,7 +74,7 @@ export class Keepalive {
 
   /** A waiter's ticket to refresh while it waits. */
   addTicket(ticket: TicketKeeper): void {
-    if (this.#closed) return;
+    if (this.#closed.aborted) return;
     this.#tickets.add(ticket);
     // A waiter's promise depends on the tick: the timer must keep the process alive now.
     if (!this.#tickKeepsAlive && this.#tickAt < Infinity && !this.#ticking) this.#arm(this.#tickAt);
@@ -93,15 +92,20 @@ export class Keepalive {
     if (hold.renewed) this.#wake(hold.renewDueAt);
   }
 
-  /** Stops for good; returns the holds it was watching (they expire in Redis after their ttl). */
+  /**
+   * Stops for good, once the instance is closing; returns the holds it was watching (they expire
+   * in Redis after their ttl). A hold being released stays watched until `forget`: its release is
+   * let finish, and its validity still bounds it.
+   */
   close(): Hold[] {
-    this.#closed = true;
     const holds = [...this.#watched];
-    for (const hold of holds) this.stopRenewing(hold);
-    this.#watched.clear();
+    for (const hold of holds) {
+      this.stopRenewing(hold);
+      if (hold.phase !== "releasing") this.#watched.delete(hold);
+    }
     this.#tickets.clear();
     this.#clock.clearTimeout(this.#tickTimer);
-    this.#clock.clearTimeout(this.#expiryTimer);
+    if (this.#watched.size === 0) this.#clock.clearTimeout(this.#expiryTimer);
     return holds;
   }
 
@@ -136,13 +140,14 @@ export class Keepalive {
       if (hold.lost) this.forget(hold);
       else next = Math.min(next, hold.validUntilAt);
     }
-    if (next < Infinity && !this.#closed) this.#watchExpiry(next);
+    // After close only holds being released are left here, each until its release settles.
+    if (next < Infinity) this.#watchExpiry(next);
   }
 
   /** One tick: renew the holds due within 2/9 of their ttl and refresh the due tickets, in one batch. */
   async #tick(): Promise<void> {
     this.#tickAt = Infinity;
-    if (this.#closed) return;
+    if (this.#closed.aborted) return;
     this.#ticking = true;
     const sentAt = this.#clock.now();
     const holds: Hold[] = [];
@@ -159,7 +164,7 @@ export class Keepalive {
     const tickets = [...this.#tickets].filter((t) => t.dueAt <= sentAt + 1);
     if (holds.length + tickets.length > 0) await this.#send(holds, tickets, sentAt);
     this.#ticking = false;
-    if (this.#closed) return;
+    if (this.#closed.aborted) return;
     let next = Infinity;
     for (const hold of this.#watched) if (hold.renewed) next = Math.min(next, hold.renewDueAt);
     for (const ticket of this.#tickets) next = Math.min(next, ticket.dueAt);
@@ -167,10 +172,7 @@ export class Keepalive {
   }
 
   async #send(holds: readonly Hold[], tickets: readonly TicketKeeper[], sentAt: number): Promise<void> {
-    const confirmations: Confirmation[] = holds.map((hold) => {
-      hold.renewInFlight = true;
-      return hold.request(hold.ttlMs);
-    });
+    const confirmations: Confirmation[] = holds.map((hold) => hold.beginRenewal());
     const items: KeepaliveItem[] = [
       ...holds.map((hold, i): KeepaliveItem => ({ kind: "renew", ref: hold.ref, ttlMs: (confirmations[i] as Confirmation).ttlMs })),
       ...tickets.map((t) => t.item()),
@@ -181,26 +183,16 @@ export class Keepalive {
     } catch (error) {
       // Unreachable: try again soon; the expiry timer gives a hold up if this lasts.
       const retryAt = this.#clock.now();
-      for (const hold of holds) {
-        hold.renewFailed = true;
-        hold.renewDueAt = retryAt + Math.max(hold.ttlMs / 10, 5);
-      }
+      for (const hold of holds) hold.renewalFailed(retryAt);
       for (const t of tickets) t.failed(retryAt + 50, error as Error);
       publish("error", () => ({ key: holds[0]?.key ?? "", operation: "renew", error: error as Error }));
       return;
-    } finally {
-      for (const hold of holds) hold.renewInFlight = false;
     }
     holds.forEach((hold, i) => {
-      if (!hold.renewed) return; // released while the renewal was on the wire
-      const state = results[i] as HoldState;
-      if (state === "held") {
-        hold.confirm(confirmations[i] as Confirmation);
-        hold.checkValidity();
+      // An answer for a hold released (or lost) while the renewal was on the wire does nothing.
+      if (hold.renewalAnswered(confirmations[i] as Confirmation, results[i] as HoldState)) {
         this.confirmed(hold);
         publish("extend", () => ({ key: hold.key, fencingToken: hold.token, ttl: hold.ttlMs, automatic: true }));
-      } else {
-        hold.lose(state === "taken" ? "taken" : "expired", "found by the watchdog's renewal");
       }
       if (hold.lost) this.forget(hold);
     });

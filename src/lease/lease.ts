@@ -5,7 +5,7 @@
  * validity, whichever comes first.
  */
 import type { Clock } from "../clock.js";
-import { race } from "../deadline.js";
+import { race, type Shutdown } from "../deadline.js";
 import { listened, publish } from "../diagnostics.js";
 import { ConnectionError, LockLostError, LockNotHeldError } from "../errors.js";
 import type { Grant, HoldState, ReleaseResult, Store } from "../store/types.js";
@@ -28,6 +28,8 @@ export interface LeaseRuntime {
   readonly callBoundMs: number;
   /** The id prefix of this instance's tickets: a release's grant to one of them is handed over here. */
   readonly ticketPrefix: string;
+  /** The instance's close: a release on the wire is counted in it, so that close() lets it finish. */
+  readonly shutdown: Pick<Shutdown, "begin" | "end">;
   /** Grants a release made: a waiter of this process may be the one served. */
   handOver(grants: readonly Grant[]): void;
   /** The last lease of this process on `hold` is done. */
@@ -157,13 +159,11 @@ export class Lease implements AsyncDisposable {
     if (this.#state !== HELD) throw new LockNotHeldError(this.key, "the lease was already released");
     hold.checkValidity();
     if (hold.lost) throw hold.lost;
-    hold.ttlMs = ttlMs;
-    const sent = hold.request(ttlMs);
+    const sent = hold.beginExtend(ttlMs);
     this.#rt.keepalive.confirmed(hold);
-    hold.extendsInFlight++;
     // It may shorten the key's life too (a hold of one entry): a fixed lease cut short frees the lock then.
     const [state] = await race(this.#rt.store.keepalive([{ kind: "renew", ref: hold.ref, ttlMs, shorten: true }]), hold.lostSignal,
-      (late) => this.#prolongedForNobody(late[0] as HoldState)).finally(() => { hold.extendsInFlight--; });
+      (late) => this.#prolongedForNobody(late[0] as HoldState)).finally(() => { hold.callSettled(); });
     if (hold.lost) {
       this.#prolongedForNobody(state as HoldState);
       throw hold.lost;
@@ -228,13 +228,16 @@ export class Lease implements AsyncDisposable {
     let result: ReleaseResult;
     // A grant to a waiter of this instance goes unannounced: it is handed over from the reply.
     const call = rt.store.release(hold.ref, this._entry, rt.ticketPrefix);
+    // With the last lease the hold is `releasing`: close() lets this call finish rather than cut it.
+    hold.beginRelease(last);
+    rt.shutdown.begin();
     try {
       // Bounded by its command timeout; by the hold's validity too, when that ends first.
       const validityFirst = hold.validUntilAt - rt.clock.now() < rt.callBoundMs;
-      hold.releaseInFlight = true;
       result = await (validityFirst ? race(call, hold.lostSignal) : call);
     } catch (error) {
-      hold.releaseInFlight = false;
+      hold.callSettled();
+      rt.shutdown.end();
       this.#finish(last);
       if (error === hold.lost) {
         // The reply may still come, with a grant for a waiter here that nobody announced.
@@ -246,14 +249,16 @@ export class Lease implements AsyncDisposable {
       }
       throw error;
     }
-    hold.releaseInFlight = false;
-    this.#finish(last);
+    hold.callSettled();
+    rt.shutdown.end();
     if (result.status === "gone" || result.status === "taken") {
       const error = hold.lose(result.status === "taken" ? "taken" : "expired", "found on release");
+      this.#finish(last);
       this.#state = LOST_WHILE_HELD;
       this.#controller?.abort(error);
       throw error;
     }
+    this.#finish(last);
     if (result.status === "freed") rt.handOver(result.grants);
     if (listened("release")) this.#announceRelease();
   }
@@ -267,6 +272,7 @@ export class Lease implements AsyncDisposable {
     if (this.#state === HELD) this.#state = RELEASED;
     this.#releasing = undefined;
     if (!last) return;
+    this.#hold.released();
     this.#rt.keepalive.forget(this.#hold);
     this.#rt.holdEnded(this.#hold);
   }

@@ -8,7 +8,7 @@
  * store's held-until instant and whose loss is the store's abort; the Lease on top is unchanged.
  */
 import type { Clock } from "../clock.js";
-import { widelyWatched } from "../deadline.js";
+import type { Shutdown } from "../deadline.js";
 import type { ElectionOps, Engine, LatchOps, LockSpec, Obtain, ObtainResult } from "../engine.js";
 import { ClosedError, ConflictError, LockLostError, LockNotHeldError, LockTimeoutError, UnsupportedError, type LockLostReason } from "../errors.js";
 import { Ids } from "../ids.js";
@@ -30,6 +30,8 @@ export interface NamedEngineOptions {
   readonly callBoundMs: number;
   /** The longest pause between two looks of a latch's waiter that heard nothing, ms. */
   readonly pollMs: number;
+  /** The instance's close, which the Surelock owns. */
+  readonly shutdown: Shutdown;
 }
 
 /** A hold of the store, as this process's Hold: valid while the store vouches for it. */
@@ -40,7 +42,7 @@ class NamedHold extends Hold {
   constructor(held: NamedHeld, init: ConstructorParameters<typeof Hold>[0]) {
     super(init);
     this.held = held;
-    this.validUntilAt = held.heldUntil();
+    this.trustUntil(held.heldUntil());
     const onAbort = (): void => {
       const why = held.signal.reason as unknown;
       const reason: LockLostReason = why instanceof LockLostError ? why.reason : why instanceof ClosedError ? "closed" : "unreachable";
@@ -53,10 +55,8 @@ class NamedHold extends Hold {
 
   /** The store renews the hold: its held-until instant is the validity, whatever this Hold last heard. */
   override checkValidity(at?: number): void {
-    if (!this.lost) {
-      const until = this.held.heldUntil();
-      if (until > 0) this.validUntilAt = until;
-    }
+    const until = this.held.heldUntil();
+    if (until > 0) this.trustUntil(until);
     super.checkValidity(at);
   }
 
@@ -91,10 +91,9 @@ export class NamedEngine implements Engine, LeaseRuntime {
   readonly #backend: NamedBackend;
   readonly #prefix: string;
   readonly #pollMs: number;
-  readonly #closer = widelyWatched();
+  readonly shutdown: Shutdown;
   /** This process's holds by hold id, so that re-entries share one Hold. */
   readonly #holds = new Map<string, NamedHold>();
-  #closing: Promise<void> | undefined;
 
   constructor(o: NamedEngineOptions) {
     this.#backend = o.backend;
@@ -105,6 +104,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
     this.#pollMs = o.pollMs;
     this.acquireTimeoutMs = o.acquireTimeoutMs;
     this.callBoundMs = o.callBoundMs;
+    this.shutdown = o.shutdown;
     this.store = {
       keepalive: async (items) => Promise.all(items.map(async (item): Promise<KeepaliveResult> => {
         if (item.kind !== "renew") throw new TypeError("a named store keeps no tickets for a lease");
@@ -138,11 +138,11 @@ export class NamedEngine implements Engine, LeaseRuntime {
 
   /** Aborts, with a ClosedError, when close() is called. */
   get closed(): AbortSignal {
-    return this.#closer.signal;
+    return this.shutdown.signal;
   }
 
   assertOpen(): void {
-    if (this.#closer.signal.aborted) throw new ClosedError();
+    this.shutdown.assertOpen();
   }
 
   /** The store's names and mode for a primitive's lock: each kind of lock in a name space of its own. */
@@ -167,7 +167,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
         : w.owner !== undefined && spec.sharesByOwner ? { kind: "owner" } : { kind: "fresh" };
     const owner = w.owner ?? (!fresh && section ? section.lease.owner : this.ids.owner());
     const entry = fresh ? hold : this.ids.id();
-    const signal = w.signal ? AbortSignal.any([w.signal, this.#closer.signal]) : this.#closer.signal;
+    const signal = w.signal ? AbortSignal.any([w.signal, this.shutdown.signal]) : this.shutdown.signal;
     const sentAt = this.clock.now();
     let held: NamedHeld;
     try {
@@ -186,7 +186,8 @@ export class NamedEngine implements Engine, LeaseRuntime {
       throw lostMeanwhile;
     }
     let h = this.#holds.get(held.hold);
-    if (!h || h.lost) {
+    // A hold being released here ends with that release: a new entry stands on a new Hold.
+    if (h?.phase !== "held") {
       const ttlMs = w.leaseTimeMs ?? spec.ttlMs;
       const ref: HoldRef = { target: spec.target, hold: held.hold, token: held.tokens[0]!, ...(spec.target.family === "multi" ? { tokens: held.tokens } : {}) };
       const confirmed: Confirmation = Hold.first(sentAt, ttlMs);
@@ -208,7 +209,7 @@ export class NamedEngine implements Engine, LeaseRuntime {
     };
     return {
       clock: this.clock,
-      closed: this.#closer.signal,
+      closed: this.shutdown.signal,
       pollMs: this.#pollMs,
       assertOpen: () => this.assertOpen(),
       newId: () => this.ids.id(),
@@ -271,23 +272,25 @@ export class NamedEngine implements Engine, LeaseRuntime {
     }
   }
 
-  /** Ends every wait (ClosedError), gives back every entry held here (signals abort first), stops the store. */
-  close(): Promise<void> {
-    this.#closing ??= this.#close();
-    return this.#closing;
-  }
-
-  async #close(): Promise<void> {
-    this.#closer.abort(new ClosedError());
-    const holds = [...this.#holds.values()];
-    this.#holds.clear();
-    await Promise.all(holds.flatMap((hold) => {
-      const entries = hold.leases.map((lease) => lease._entry);
-      hold.lose("closed", "the Surelock instance was closed while it was held");
-      hold.detach();
-      // Each call is bounded by the store's own request bound; what does not get through expires by itself.
-      return entries.map((entry) => this.#backend.release(hold.held, entry).catch(() => {}));
-    }));
+  /**
+   * close()'s steps, run once by the Shutdown after its signal ended every wait (ClosedError):
+   * gives back every entry held here (signals abort first), lets a release on the wire finish,
+   * then stops the store.
+   */
+  async shutDown(): Promise<void> {
+    // A hold being released stays until its release ends (holdEnded takes it off then).
+    const holds = [...this.#holds.values()].filter((hold) => hold.phase !== "releasing");
+    for (const hold of holds) this.#holds.delete(hold.ref.hold);
+    await Promise.all([
+      this.shutdown.drained,
+      ...holds.flatMap((hold) => {
+        const entries = hold.leases.map((lease) => lease._entry);
+        hold.lose("closed", "the Surelock instance was closed while it was held");
+        hold.detach();
+        // Each call is bounded by the store's own request bound; what does not get through expires by itself.
+        return entries.map((entry) => this.#backend.release(hold.held, entry).catch(() => {}));
+      }),
+    ]);
     await this.#backend.close();
   }
 }

@@ -11,8 +11,9 @@ import { coded, int, text, unexpected } from "./reply.js";
 export function parseLeader(reply: unknown): LeaderReply | null {
   if (!Array.isArray(reply)) unexpected("read-leader", reply);
   if (reply.length === 0) return null;
-  const [owner, hold, token, pttl, proclaimed, value, seq] = reply as unknown[];
+  const [owner, hold, token, pttl, proclaimed, value, seq, keptSeq, keptHas, keptValue] = reply as unknown[];
   const how = int("read-leader", reply, proclaimed);
+  const ks = how === 0 ? 0 : int("read-leader", reply, keptSeq);
   return {
     owner: text("read-leader", reply, owner),
     hold: text("read-leader", reply, hold),
@@ -22,6 +23,7 @@ export function parseLeader(reply: unknown): LeaderReply | null {
     value: how === 1 ? text("read-leader", reply, value) : null,
     // Not yet proclaimed: no number (six elements).
     seq: how === 0 ? 0 : int("read-leader", reply, seq),
+    ...(ks > 0 ? { kept: { seq: ks, value: int("read-leader", reply, keptHas) === 1 ? text("read-leader", reply, keptValue) : null } } : {}),
   };
 }
 
@@ -50,7 +52,11 @@ export const coordinationScripts = {
 export function proclaimCall(req: ProclaimRequest, o: CallOptions): ScriptCall<HoldState> {
   return coordinationScripts.proclaim.call(
     { lock: req.keys.lock, channel: req.keys.channel },
-    { hold: req.hold, token: req.token.toString(), value: req.value ?? "", has: req.value === null ? "0" : "1", publish: o.publish, seq: String(req.seq) },
+    {
+      hold: req.hold, token: req.token.toString(), value: req.value ?? "", has: req.value === null ? "0" : "1", publish: o.publish, seq: String(req.seq),
+      // On one node, every proclaim reached every majority there is.
+      kept: req.kept === false ? "0" : "1",
+    },
   );
 }
 

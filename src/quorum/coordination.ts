@@ -18,11 +18,12 @@ export function answered<R>(name: string, operation: string, votes: readonly Vot
 }
 
 /**
- * The leader from every node's reading: the hold that holds the lock on a majority of the nodes
- * and proclaimed itself on at least one of them (a proclaim that succeeded reached a majority, and
- * any two majorities share a node), with the value of its newest proclaim any of them shows (the
- * nodes the last successful proclaim missed still show an older one), and the life a majority
- * still gives it: until the majority-th latest expiry. Null when there is none.
+ * The leader from every node's reading: the hold that holds the lock on a majority of the nodes,
+ * with the value of the newest proclaim any of them shows *kept* (proclaim.lua: marked once a
+ * majority stored it), and the life a majority still gives it (until the majority-th latest
+ * expiry). A proclaim that reached fewer than a majority is never kept, so never named; one that
+ * resolved is kept on a majority, which every majority of readings shares a node with, and a node
+ * keeps the newest kept one. Null when no hold is on a majority, or none of its proclaims is kept.
  */
 export function decideLeader(readings: readonly (LeaderReply | null)[], n: number): LeaderReply | null {
   const byHold = new Map<string, LeaderReply[]>();
@@ -31,10 +32,12 @@ export function decideLeader(readings: readonly (LeaderReply | null)[], n: numbe
   }
   const m = majorityOf(n);
   for (const group of byHold.values()) {
-    const proclaimed = group.reduce<LeaderReply | undefined>((best, r) => (r.proclaimed && (!best || r.seq > best.seq) ? r : best), undefined);
-    if (group.length < m || !proclaimed) continue;
+    if (group.length < m) continue;
+    const newest = group.reduce<LeaderReply | undefined>((best, r) => (r.kept && (!best?.kept || r.kept.seq > best.kept.seq) ? r : best), undefined);
+    if (!newest?.kept) continue;
+    const { kept, ...reading } = newest;
     const pttls = group.map((r) => r.pttlMs).sort((a, b) => b - a);
-    return { ...proclaimed, pttlMs: Math.max(0, pttls[m - 1] ?? 0) };
+    return { ...reading, value: kept.value, seq: kept.seq, pttlMs: Math.max(0, pttls[m - 1] ?? 0) };
   }
   return null;
 }

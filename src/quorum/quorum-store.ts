@@ -140,7 +140,8 @@ export class QuorumStore implements Store {
       if ((decision.outcome === "split" || decision.outcome === "won") && call.reentry.kind === "fresh") return { status: "busy", waitMs: pauseMs, position: -1, counter: 0n };
       if (round >= RETRIES || stop?.aborted) {
         throw new QuorumError(call.target.keys.key, call.reentry.kind === "fresh" ? "acquire" : "re-enter", outcomes(votes, this.#names,
-          (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)));
+          (r) => (r.status === "busy" ? "held by another owner" : r.status === "founded" || r.status === "entered" ? undefined : r.status)),
+        undefined, need);
       }
       // Too few answers (a blip: a timeout, a reconnect): ask again, unless the caller gave up. The
       // pause stays under one node timeout, so that the call keeps within the bound the runtime
@@ -214,16 +215,27 @@ export class QuorumStore implements Store {
     const votes = await this.#ask((i) => this.#store(i).check(this.#on(i, ref)), (v) => decideHold(v, this.#nodes.length, need));
     const decided = decideHold(votes, this.#nodes.length, need);
     if (decided) return decided;
-    throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));
+    throw new QuorumError(ref.target.keys.key, "isHeld", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)), undefined, need);
   }
 
   async raise(target: SingleTarget, chosen: bigint, hold: string): Promise<void> {
     await Promise.all(this.#nodes.map((_, i) => this.#store(i).raise(target, chosen, hold)));
   }
 
+  /**
+   * Two rounds: the value is stored, then, once a majority stored it, marked kept, which is what a
+   * read names (docs/quorum.md, "Elections"). A proclaim that reached fewer than a majority is never
+   * named; one that resolved is kept on a majority, which every majority read shares a node with.
+   */
   async proclaim(req: ProclaimRequest): Promise<HoldState> {
-    const votes = await this.#everyNode((store) => store.proclaim(req));
-    answered(req.name, "proclaim", votes, this.#names);
+    const stored = await this.#proclaimRound({ ...req, kept: false });
+    return stored === "held" ? this.#proclaimRound({ ...req, kept: true }) : stored;
+  }
+
+  async #proclaimRound(req: ProclaimRequest): Promise<HoldState> {
+    // Each round resolves at the first majority that decides (the others' calls still run: on one
+    // connection a node's first round is ahead of its second, and either order leaves it kept).
+    const votes = await this.#ask((i) => this.#store(i).proclaim(req), (v) => decideHold(v, this.#nodes.length));
     const state = decideHold(votes, this.#nodes.length);
     if (state) return state;
     throw new QuorumError(req.name, "proclaim", outcomes(votes, this.#names, (s) => (s === "held" ? undefined : s)));

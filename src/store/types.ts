@@ -143,6 +143,11 @@ export interface ProclaimRequest {
   readonly value: string | null;
   /** Which of the leadership's proclaims this is (1, 2, ...): a node keeps the newest it was sent. */
   readonly seq: number;
+  /**
+   * Whether it is known to have reached a majority (quorum mode sends a proclaim twice, the second
+   * time with `kept` once a majority stored it); a node names only a kept proclaim to readers.
+   */
+  readonly kept?: boolean;
 }
 
 /** A latch, as every caller of it names it. */
@@ -173,6 +178,8 @@ export interface LeaderReply {
   readonly value: string | null;
   /** Which of the hold's proclaims this node shows (they are numbered 1, 2, ... by its leader); 0 before any. */
   readonly seq: number;
+  /** The hold's newest *kept* proclaim on this node (proclaim.lua: known to have reached a majority); absent before one is. */
+  readonly kept?: { readonly seq: number; readonly value: string | null };
 }
 
 /** A latch's count on one node; `ids`, when asked for (quorum mode), the count downs it has counted. */

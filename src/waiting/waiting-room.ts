@@ -12,7 +12,7 @@
  * obtained.ts, what ends a call in stop.ts.
  */
 import type { Clock } from "../clock.js";
-import { driftMs } from "../clock.js";
+import { trustedUntil } from "../clock.js";
 import { boundedBy } from "../deadline.js";
 import { publish } from "../diagnostics.js";
 import { ConflictError, ConnectionError, LockTimeoutError, QuorumError } from "../errors.js";
@@ -227,7 +227,7 @@ export class WaitingRoom implements WakeupHandler {
         }
         const event = await waiter.next(stop.signal);
         const grant = event.kind === "granted" ? granted(waiter, event, attempts) : undefined;
-        if (grant && grant.sentAt + grant.pttlMs - driftMs(grant.pttlMs) > this.#clock.now()) {
+        if (grant && trustedUntil(grant.sentAt, grant.pttlMs) > this.#clock.now()) {
           outcome = "acquired";
           return grant;
         }

@@ -34,14 +34,16 @@ export class Wakeups {
   readonly #channels = new Map<string, { refs: number; ready: Promise<void>; listening: boolean }>();
   #subscribers: Promise<RedisSubscriber[]> | undefined;
   #idleTimer: unknown;
-  #closed = false;
+  /** The instance's close (its Shutdown's signal): once it aborts, connections are closed, not kept idle. */
+  readonly #closed: AbortSignal;
 
   /** `closeMs` bounds `close()` whatever the network does. */
-  constructor(open: () => Promise<RedisSubscriber>[], handler: WakeupHandler, clock: Clock, closeMs: number) {
+  constructor(open: () => Promise<RedisSubscriber>[], handler: WakeupHandler, clock: Clock, closeMs: number, closed: AbortSignal) {
     this.#open = open;
     this.#handler = handler;
     this.#clock = clock;
     this.#closeMs = closeMs;
+    this.#closed = closed;
   }
 
   /** Whether this process listens to `channel` now (subscribed and confirmed). */
@@ -84,7 +86,7 @@ export class Wakeups {
         if (--entry.refs > 0 || this.#channels.get(channel) !== entry) return;
         this.#channels.delete(channel);
         void this.#each((s) => s.unsubscribe(channel));
-        if (this.#channels.size === 0 && !this.#closed) {
+        if (this.#channels.size === 0 && !this.#closed.aborted) {
           // An idle subscriber connection would keep the process alive after its work is done.
           this.#idleTimer = this.#clock.setTimeout(() => void this.#disconnect(), IDLE_CLOSE_MS);
         }
@@ -92,16 +94,15 @@ export class Wakeups {
     };
   }
 
-  /** Closes the subscriber connections, within `closeMs` at most. */
+  /** Closes the subscriber connections, within `closeMs` at most (once the instance is closing). */
   async close(): Promise<void> {
-    this.#closed = true;
     this.#clock.clearTimeout(this.#idleTimer);
     this.#channels.clear();
     await boundedBy(this.#clock, this.#closeMs, this.#disconnect());
   }
 
   async #disconnect(): Promise<void> {
-    if ((this.#channels.size > 0 && !this.#closed) || !this.#subscribers) return;
+    if ((this.#channels.size > 0 && !this.#closed.aborted) || !this.#subscribers) return;
     const subscribers = this.#subscribers;
     this.#subscribers = undefined;
     const list = await subscribers;

@@ -11,7 +11,7 @@ import { aborted } from "../helpers/fixtures.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/fault-proxy.js";
 import { startPrimaries, stopAll, type RedisServer } from "../helpers/redis-topology.js";
 import { Observed } from "../election/support.js";
-import { assertEveryKeyExpires, fastClient, ready, within } from "./support.js";
+import { assertEveryKeyExpires, eventually, fastClient, ready, within } from "./support.js";
 
 const CLIENTS = 3;
 
@@ -150,6 +150,41 @@ void describe("quorum mode: elections under one node cut off (3 nodes)", () => {
     }
   });
 
+  void it("a proclaim that rejected with QuorumError is named by no read, not even one that meets the node it reached", async () => {
+    const w = await world(3, CLIENTS, 3_000);
+    try {
+      const watcher = new Observed((w.locks[CLIENTS] as Surelock).election("q:e3"));
+      const lead = (w.locks[0] as Surelock).election("q:e3");
+      const la = await within(5_000, lead.campaign({ value: "a" }), "a's campaign");
+      await within(5_000, lead.proclaim("a2"), "a2's proclaim");
+      // It resolved at the first majority; the third node's calls are still on their way.
+      await eventually(5_000, "a2 kept on every node", async () =>
+        (await Promise.all(w.nodes.map((n) => n.command("HGET", "surelock:election:{q:e3}:lock", "ks")))).every((ks) => ks === "2"));
+      // Reaches node 0 alone: fewer than a majority, so it rejects.
+      await assert.rejects(cutOff(w, 0, () => lead.proclaim("a3"), [1, 2]), QuorumError);
+      assert.deepEqual(await Promise.all(w.nodes.map((n) => n.command("HGET", "surelock:election:{q:e3}:lock", "v"))), ["a3", "a2", "a2"]);
+      assert.ok(la.held, "the leadership outlived the short cut");
+      for (let c = 0; c < CLIENTS; c++) {
+        // Clients 1 and 2 read node 0, which shows "a3" as its newest.
+        const seen = await cutOff(w, c, (l) => l.election("q:e3").leader());
+        assert.deepEqual([seen?.owner, seen?.value], [la.owner, "a2"], `client ${c}, cut off from node ${c}`);
+      }
+      const everyone = await (w.locks[CLIENTS] as Surelock).election("q:e3").leader();
+      assert.equal(everyone?.value, "a2", "a reader of all three nodes");
+      // The next proclaim that resolves is read at once, everywhere.
+      await within(5_000, lead.proclaim("a4"), "a4's proclaim");
+      for (let c = 0; c < CLIENTS; c++) {
+        assert.equal((await cutOff(w, c, (l) => l.election("q:e3").leader()))?.value, "a4", `client ${c}, cut off from node ${c}`);
+      }
+      await watcher.next((l) => l?.value === "a4");
+      assert.ok(!watcher.seen.some((l) => l?.value === "a3"), `observe() named the rejected value: ${JSON.stringify(watcher.seen.map((l) => l?.value))}`);
+      await la.release();
+      await watcher.stop();
+    } finally {
+      await w.close();
+    }
+  });
+
   void it("no two leaders believed at once: a leader cut off from a majority has lost its lease when another is elected", async () => {
     const w = await world(3, CLIENTS, 1_500);
     try {
@@ -189,7 +224,8 @@ void describe("quorum mode: semaphores under a node cut off", () => {
       }
       // A permit of 2 counts only on all three nodes (docs/quorum.md): with one cut off, none is handed out.
       const started = performance.now();
-      await cutOff(w, 0, (l) => assert.rejects(l.semaphore("q:s2", { permits: 2 }).tryAcquire(), QuorumError));
+      await cutOff(w, 0, (l) => assert.rejects(l.semaphore("q:s2", { permits: 2 }).tryAcquire(),
+        (e: unknown) => e instanceof QuorumError && e.needed === 3 && /reached 2 of 3 nodes, 3 needed/.test(e.message)));
       assert.ok(performance.now() - started < 10_000);
       const whole = await (w.locks[CLIENTS] as Surelock).semaphore("q:s2", { permits: 2 }).tryAcquire();
       assert.ok(whole);

@@ -228,13 +228,26 @@ describe("coordination decided by a quorum (elections and latches)", () => {
       (e: unknown) => e instanceof QuorumError && e.nodes.map((n) => `${n.node}:${n.ok}`).join() === "a:true,b:false,c:false");
   });
 
-  it("a leader is the hold a majority shows, proclaimed on one of them, with its newest value and the majority's life", () => {
-    const leader = decideLeader([reading("h1", 900, true, 2, "new"), reading("h1", 500, true, 1, "old"), reading("h1", 100, false, 0)], 3);
-    assert.equal(leader?.value, "new");
+  it("a leader is the hold a majority shows, with its newest kept value and the majority's life", () => {
+    const kept = (r: LeaderReply, seq: number, value: string | null): LeaderReply => ({ ...r, kept: { seq, value } });
+    // Proclaim 2 was kept on nodes 0 and 1; node 2 was not told.
+    const leader = decideLeader([kept(reading("h1", 900, true, 2, "new"), 2, "new"), kept(reading("h1", 500, true, 2, "new"), 2, "new"),
+      kept(reading("h1", 100, true, 1, "old"), 1, "old")], 3);
+    assert.deepEqual([leader?.value, leader?.seq], ["new", 2]);
     // Alive while two of three nodes hold it: until the second latest expiry.
     assert.equal(leader?.pttlMs, 500);
+    // Proclaim 2 reached node 0 alone (it rejected, so it was never kept): proclaim 1 is named,
+    // also by a read that meets node 0.
+    const failed = [kept(reading("h1", 900, true, 2, "new"), 1, "old"), kept(reading("h1", 500, true, 1, "old"), 1, "old"), kept(reading("h1", 100, true, 1, "old"), 1, "old")];
+    assert.equal(decideLeader(failed, 3)?.value, "old");
+    assert.equal(decideLeader([failed[0] ?? null, null, failed[2] ?? null], 3)?.value, "old", "a read that meets the node it reached");
+    // Proclaim 2 (no value) was kept on node 0 and another node; this read meets only node 0 of them.
+    const later = [kept(reading("h1", 900, true, 2), 2, null), null, kept(reading("h1", 100, true, 1, "one"), 1, "one")];
+    assert.deepEqual([decideLeader(later, 3)?.value, decideLeader(later, 3)?.seq], [null, 2]);
+    // The first proclaim was stored on one node only: the hold leads on a majority, but nobody is named yet.
+    assert.equal(decideLeader([reading("h1", 900, true, 1, "x"), reading("h1", 500, false, 0), reading("h1", 100, false, 0)], 3), null);
     assert.equal(decideLeader([reading("h1", 900, false, 0), reading("h1", 500, false, 0), null], 3), null, "nobody proclaimed");
-    assert.equal(decideLeader([reading("h1", 900, true, 1), reading("h2", 500, true, 1), null], 3), null, "no majority for one hold");
+    assert.equal(decideLeader([kept(reading("h1", 900, true, 1), 1, null), kept(reading("h2", 500, true, 1), 1, null), null], 3), null, "no majority for one hold");
   });
 
   it("a latch opens once the answers hold `count` distinct count downs, though no majority is at 0", () => {

@@ -22,12 +22,13 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
   };
   /** Each hold's proclaims are numbered 1, 2, ... as a leader numbers them; `seq` sends another number. */
   const sent = new Map<string, number>();
-  const proclaim = (name: string, hold: string, token: bigint, value: string | null, seq?: number) => {
+  const proclaim = (name: string, hold: string, token: bigint, value: string | null, seq?: number, kept = true) => {
     const k = keys(name);
     const n = seq ?? (sent.get(`${name}/${hold}`) ?? 0) + 1;
     if (seq === undefined) sent.set(`${name}/${hold}`, n);
     return scripts.proclaim.call({ lock: k.lock, channel: k.channel },
-      { hold, token: token.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: "PUBLISH", seq: String(n) });
+      { hold, token: token.toString(), value: value ?? "", has: value === null ? "0" : "1", publish: "PUBLISH", seq: String(n),
+        kept: kept ? "1" : "0" });
   };
   const read = (name: string) => b.run(scripts.readLeader.call({ lock: keys(name).lock }, {}));
   /** The next `count` messages on `channel`, or a failure after a deadline. */
@@ -78,7 +79,9 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     await b.run(proclaim("reading", "h1", token + 7n, "v1"));
     const proclaimed = await read("reading");
     assert.ok(proclaimed && proclaimed.pttlMs > 9_000 && proclaimed.pttlMs <= 10_000);
-    assert.deepEqual({ ...proclaimed, pttlMs: 0 }, { owner: "o1", hold: "h1", token: token + 7n, pttlMs: 0, proclaimed: true, value: "v1", seq: 1 });
+    assert.deepEqual({ ...proclaimed, pttlMs: 0 }, {
+      owner: "o1", hold: "h1", token: token + 7n, pttlMs: 0, proclaimed: true, value: "v1", seq: 1, kept: { seq: 1, value: "v1" },
+    });
     // No value, but proclaimed; and an empty string is a value.
     await b.run(proclaim("reading", "h1", token, null));
     assert.deepEqual(await read("reading").then((l) => [l?.proclaimed, l?.value]), [true, null]);
@@ -100,6 +103,37 @@ void describe("proclaim.lua, read-leader.lua, inspect-coordination.lua", () => {
     assert.deepEqual(await read("ordered").then((l) => [l?.value, l?.seq]), ["third", 3]);
     await b.run(proclaim("ordered", "h1", token, null, 4));
     assert.deepEqual(await read("ordered").then((l) => [l?.proclaimed, l?.value, l?.seq]), [true, null, 4]);
+  });
+
+  void it("a proclaim not yet kept is stored silently and named by nobody; kept, it is announced; an older kept one still counts, a new hold starts with none", async () => {
+    const token = await found("kept", "o1", "h1");
+    const k = keys("kept");
+    // Proclaims 1, 2 (its late kept round) and 3, as each is kept; nothing else.
+    const heard = await messages(k.channel, 3);
+    try {
+      await b.run(proclaim("kept", "h1", token, "one", 1));
+      // Stored on this node (in quorum mode a majority is not known yet): kept 1 stays the one named.
+      await b.run(proclaim("kept", "h1", token, "two", 2, false));
+      assert.deepEqual(await read("kept").then((l) => [l?.value, l?.seq, l?.kept]), ["two", 2, { seq: 1, value: "one" }]);
+      // Proclaim 3 overtook it; proclaim 2's kept round comes late: it is kept all the same.
+      await b.run(proclaim("kept", "h1", token, null, 3, false));
+      await b.run(proclaim("kept", "h1", token, "two", 2, true));
+      assert.deepEqual(await read("kept").then((l) => [l?.value, l?.seq, l?.kept]), [null, 3, { seq: 2, value: "two" }]);
+      // ... but never over a newer kept one.
+      await b.run(proclaim("kept", "h1", token, null, 3, true));
+      const before = await b.snapshot(exclusiveKeys(k));
+      await b.run(proclaim("kept", "h1", token, "two", 2, true));
+      assert.deepEqual(await b.snapshot(exclusiveKeys(k)), before);
+      assert.deepEqual(await heard.received, ["e", "e", "e"]);
+    } finally {
+      heard.close();
+    }
+    // The next hold of the lock shows nothing kept of the first, though the hash keeps its fields.
+    await b.run(scripts.release.call({ lock: k.lock, queue: k.queue, tickets: k.tickets, channel: k.channel, released: k.released },
+      { hold: "h1", entry: "h1", token: token.toString(), keep: 60_000, window: 10_000, grant: "0", publish: "PUBLISH", here: "" }));
+    const t2 = await found("kept", "o2", "h2");
+    await b.run(proclaim("kept", "h2", t2, "mine", 1, false));
+    assert.deepEqual(await read("kept").then((l) => [l?.hold, l?.value, l?.kept]), ["h2", "mine", undefined]);
   });
 
   void it("inspect-coordination: the election's holder, value and live candidates, and the latch of that name, read-only", async () => {

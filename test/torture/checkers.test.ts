@@ -226,6 +226,21 @@ describe("liveness, hygiene and wrong answers", () => {
     assert.deepEqual(vs.map((v) => v.message.match(/call (\w)/)?.[1]).sort(), ["a", "c"]);
   });
 
+  it("time its worker's event loop ran nothing does not count either, and a stall during a pause counts once", () => {
+    const stall = (from: number, to: number, w: number): HistoryEvent => ({ type: "stall", t: to, w, from });
+    const events = [
+      // 190 ms, of which 100 stalled: within its 100 ms bound.
+      h.invoke(0, 4, "s", "release", 100), stall(20, 120, 4), h.ok(190, 4, "s"),
+      // 230 ms, stopped from 10 to 90 and stalled from 50 to 120: 110 ms not counted, 120 over.
+      h.invoke(0, 5, "e", "release", 100), h.fault(10, "pause-worker", "start", "worker5"), h.fault(90, "pause-worker", "end", "worker5"),
+      stall(50, 120, 5), h.ok(230, 5, "e"),
+      // Another worker's stall is not this one's.
+      h.invoke(0, 6, "f", "release", 100), stall(0, 150, 4), h.ok(150, 6, "f"),
+    ];
+    const vs = checkCalls(buildModel(events));
+    assert.deepEqual(vs.map((v) => v.message.match(/call (\w)/)?.[1]).sort(), ["e", "f"]);
+  });
+
   it("leaked handles, leaked signal listeners, unhandled errors, keys without TTL and orphan tickets are reported", () => {
     const vs = checkWorkers(buildModel([
       { type: "leaks", t: 1, w: 0, handles: { TCPSocketWrap: 1 }, listeners: {} },

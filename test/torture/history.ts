@@ -185,9 +185,20 @@ export interface NoteEvent extends Stamp {
   readonly level?: "info" | "error";
 }
 
+/**
+ * The worker's event loop ran nothing from `from` to this event's `t`: its heartbeat came that
+ * much later than due (the process was starved of CPU, or stopped). No timer of the library can
+ * fire in such a span, so a call's bound does not count it, as it does not count a pause-worker.
+ */
+export interface StallEvent extends Stamp {
+  readonly type: "stall";
+  readonly from: number;
+}
+
 export type HistoryEvent =
   | InvokeEvent | OkEvent | FailEvent | LeaseEvent | ObsEvent | AbortEvent | RenewEvent | EndEvent
-  | GuardEvent | CounterEvent | SignalEvent | ListenerLeakEvent | FaultEvent | LeakEvent | NoteEvent | ForcedCloseEvent;
+  | GuardEvent | CounterEvent | SignalEvent | ListenerLeakEvent | FaultEvent | LeakEvent | NoteEvent | ForcedCloseEvent
+  | StallEvent;
 
 type Unstamp<E> = E extends unknown ? Omit<E, "t" | "w"> : never;
 

@@ -159,6 +159,10 @@ export async function runTorture(o: TortureOptions): Promise<RunResult> {
       `cuts that hit: ${model.cuts.length}`);
     log(`history: ${history.length} events, ${model.leases.size} leases, ${model.calls.size} calls; ` +
       `locks free ${swept.drainedAfterMs ?? "NOT"} ms after the workers closed`);
+    // How starved the workers were: a call's bound does not count these spans (checkers/model.ts).
+    const stalled = [...model.stalls].sort(([a], [b]) => a - b)
+      .map(([w, spans]) => `worker${w} ${spans.length} for ${(spans.reduce((ms, s) => ms + s.to - s.from, 0) / 1000).toFixed(1)} s`);
+    if (stalled.length > 0) log(`event-loop stalls over 60 ms: ${stalled.join(", ")}`);
     if (violations.length > 0) log(`checkers:\n${summarize(violations).join("\n")}`);
     await new Promise<void>((r) => file.end(r));
     const keep = !passed || o.keepHistory;

@@ -10,6 +10,9 @@ import type { HistoryEvent, ObsEvent, Unstamped } from "./history.js";
 import type { FromWorker } from "./ipc.js";
 
 const FLUSH_EVERY_MS = 50;
+/** The heartbeat that measures the event loop's stalls, and the lateness written down as one. */
+const HEARTBEAT_MS = 10;
+const STALL_MS = 50;
 /** How often a held lease is looked at, and how often an unchanged look is written down. */
 const POLL_EVERY_MS = 20;
 const OBS_EVERY_MS = 100;
@@ -20,6 +23,7 @@ export class Recorder {
   #origin = monoMs();
   #buffer: HistoryEvent[] = [];
   #timer: NodeJS.Timeout | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
   #calls = 0;
   #leases = 0;
   #writes = 0;
@@ -32,6 +36,12 @@ export class Recorder {
   start(origin: number): void {
     this.#origin = origin;
     this.#timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS);
+    let last = this.now();
+    this.#heartbeat = setInterval(() => {
+      const now = this.now();
+      if (now - last > HEARTBEAT_MS + STALL_MS) this.emit({ type: "stall", from: last + HEARTBEAT_MS }, now);
+      last = now;
+    }, HEARTBEAT_MS);
   }
 
   /** Ms since the run's origin, on the shared clock. */
@@ -71,10 +81,12 @@ export class Recorder {
     await this.#send({ type: "events", events });
   }
 
-  /** No more periodic flushes (its timer would count as a handle left open); flush() still works. */
+  /** No more periodic flushes nor heartbeats (their timers would count as handles left open); flush() still works. */
   stopTimer(): void {
     clearInterval(this.#timer);
+    clearInterval(this.#heartbeat);
     this.#timer = undefined;
+    this.#heartbeat = undefined;
   }
 }
 

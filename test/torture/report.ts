@@ -31,6 +31,7 @@ function line(e: HistoryEvent): string {
     case "leaks": return `${at}leaks ${JSON.stringify({ ...e.handles, ...e.listeners })}`;
     case "note": return `${at}${e.level === "error" ? "ERROR " : ""}${e.text}`;
     case "forced-close": return `${at}FORCED CLOSE: ${e.open} call(s) still open long after the stop`;
+    case "stall": return `${at}event loop ran nothing for ${(e.t - e.from).toFixed(0)} ms`;
   }
 }
 

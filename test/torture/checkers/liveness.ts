@@ -40,7 +40,7 @@ export function checkCalls(model: Model): Violation[] {
     if (elapsed > bound) {
       out.push({
         checker: "liveness", severity: "violation", window: [c.invoke.t, end],
-        message: `${what} took ${elapsed.toFixed(0)} ms (not counting its worker's pauses), over its bound of ${bound} ms`,
+        message: `${what} took ${elapsed.toFixed(0)} ms (not counting its worker's pauses and stalls), over its bound of ${bound} ms`,
       });
     }
   }

@@ -67,6 +67,8 @@ export interface Model {
   readonly cuts: readonly FaultEvent[];
   readonly guards: readonly GuardEvent[];
   readonly counters: readonly CounterEvent[];
+  /** Spans in which a worker's event loop ran nothing (its heartbeat's stalls), by worker. */
+  readonly stalls: ReadonlyMap<number, readonly { readonly from: number; readonly to: number }[]>;
   readonly endAt: number;
 }
 
@@ -91,6 +93,7 @@ export function buildModel(history: readonly HistoryEvent[]): Model {
   const cuts: FaultEvent[] = [];
   const guards: GuardEvent[] = [];
   const counters: CounterEvent[] = [];
+  const stalls = new Map<number, { from: number; to: number }[]>();
   const endAt = events.length === 0 ? 0 : (events[events.length - 1] as HistoryEvent).t;
   const span = (start: FaultEvent, to: number, end?: FaultEvent): FaultSpan => ({
     fault: start.fault, target: start.target, from: start.t, to,
@@ -156,6 +159,9 @@ export function buildModel(history: readonly HistoryEvent[]): Model {
       case "counter":
         counters.push(e);
         break;
+      case "stall":
+        stalls.set(e.w, [...(stalls.get(e.w) ?? []), { from: e.from, to: e.t }]);
+        break;
       case "fault":
         if (e.phase === "hit") cuts.push(e);
         else if (e.phase === "start") {
@@ -179,7 +185,7 @@ export function buildModel(history: readonly HistoryEvent[]): Model {
     }
   }
   for (const start of open.values()) faults.push(span(start, endAt));
-  return { events, leases, calls, faults, cuts, guards, counters, endAt };
+  return { events, leases, calls, faults, cuts, guards, counters, stalls, endAt };
 }
 
 function fromLease(e: LeaseEvent): LeaseRecord {
@@ -201,12 +207,21 @@ export function descendsFrom(model: Model, lease: LeaseRecord, test: (ancestor: 
   return false;
 }
 
-/** Time within [from, to] during which `worker` was stopped by the nemesis. */
+/**
+ * Time within [from, to] during which `worker` could run nothing: stopped by the nemesis, or its
+ * event loop stalled (a starved process). Overlapping spans count once.
+ */
 export function pausedWithin(model: Model, worker: number, from: number, to: number): number {
+  const spans = [
+    ...model.faults.filter((f) => f.fault === "pause-worker" && f.target === `worker${worker}`),
+    ...(model.stalls.get(worker) ?? []),
+  ].map((f) => [Math.max(from, f.from), Math.min(to, f.to)] as const).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
   let total = 0;
-  for (const f of model.faults) {
-    if (f.fault !== "pause-worker" || f.target !== `worker${worker}`) continue;
-    total += Math.max(0, Math.min(to, f.to) - Math.max(from, f.from));
+  let reached = from;
+  for (const [a, b] of spans) {
+    if (b <= reached) continue;
+    total += b - Math.max(a, reached);
+    reached = b;
   }
   return total;
 }

@@ -83,7 +83,10 @@ export function checkProgress(model: Model, floor: ProgressFloor = progressFloor
   // loaded machine a server may not answer for a second without the nemesis doing anything).
   const outages = [...model.calls.values()].filter((c) => OUTAGE.has(c.error?.name ?? ""))
     .map((c): Span => [c.invoke.t, (c.doneAt ?? model.endAt) + floor.graceMs]);
-  const faulted = merged([...model.faults.map((f): Span => [f.from, f.to + floor.graceMs]), ...outages]);
+  // A worker whose event loop ran nothing (a starved process) could neither hand a lock over nor
+  // take its turn: as faulted as a stopped one, for the span of the stall.
+  const stalls = [...model.stalls.values()].flat().map((s): Span => [s.from, s.to]);
+  const faulted = merged([...model.faults.map((f): Span => [f.from, f.to + floor.graceMs]), ...outages, ...stalls]);
   const locks = new Map<string, { waits: Span[]; held: Span[]; starts: number[] }>();
   const of = (lock: string) => {
     let l = locks.get(lock);
