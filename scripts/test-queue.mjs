@@ -18,7 +18,7 @@ const args = process.argv.slice(2);
 const split = args.indexOf("--");
 const files = split >= 0 ? args.slice(split + 1) : [];
 const options = split >= 0 ? args.slice(0, split) : args;
-const value = (name) => options[options.indexOf(name) + 1];
+const value = (name) => (options.includes(name) ? options[options.indexOf(name) + 1] : undefined);
 const reporters = options.flatMap((arg, i) => (options[i - 1] === "--reporter" ? [arg] : []));
 
 async function reporterOf(name) {
