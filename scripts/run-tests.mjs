@@ -14,7 +14,7 @@
 //
 // Files start longest first (scripts/test-weights.json: seconds per file, from a whole run's
 // .test-results/durations.json; `--record-weights` merges this run's into it), so that no long file
-// starts late and leaves one lane working alone at the end. A file with no weight counts as the mean.
+// starts late and leaves one lane working alone at the end. A file with no weight counts as the median.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -56,8 +56,8 @@ const files = walk("test")
   .map((f) => f.split("\\").join("/"));
 const weightsFile = join("scripts", "test-weights.json");
 const weights = JSON.parse(readFileSync(weightsFile, "utf8"));
-const known = Object.values(weights);
-const weightOf = (f) => weights[f] ?? known.reduce((a, b) => a + b, 0) / Math.max(1, known.length);
+const known = Object.values(weights).sort((a, b) => a - b);
+const weightOf = (f) => weights[f] ?? known[Math.floor(known.length / 2)] ?? 0;
 files.sort((a, b) => weightOf(b) - weightOf(a) || (a < b ? -1 : a > b ? 1 : 0));
 if (files.length === 0) {
   console.error("no test files matched");
