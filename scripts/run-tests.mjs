@@ -11,8 +11,12 @@
 // report (scripts/test-reporter.mjs: one line per suite, failures in full, a closing count);
 // `--reporter spec` (every test) or `tap` picks one of Node's instead. Every run also writes
 // JUnit XML to .test-results/junit.xml (gitignored) for CI and tools.
+//
+// Files start longest first (scripts/test-weights.json: seconds per file, from a whole run's
+// .test-results/durations.json; `--record-weights` merges this run's into it), so that no long file
+// starts late and leaves one lane working alone at the end. A file with no weight counts as the median.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TIER_NAMES, tierOf } from "./test-tiers.mjs";
 
@@ -27,11 +31,13 @@ let reporter = "./scripts/test-reporter.mjs";
 let coverage = true;
 const filters = [];
 let tiers;
+let recordWeights = false;
 for (let i = 0; i < args.length; i++) {
   const arg = args[i];
   if (arg === "--reporter") reporter = args[++i] ?? reporter;
   else if (arg.startsWith("--reporter=")) reporter = arg.slice("--reporter=".length);
   else if (arg === "--no-coverage") coverage = false;
+  else if (arg === "--record-weights") recordWeights = true;
   else if (arg === "--tier" || arg.startsWith("--tier=")) {
     const value = arg === "--tier" ? args[++i] ?? "" : arg.slice("--tier=".length);
     tiers = value.split(",").filter(Boolean);
@@ -47,7 +53,12 @@ for (let i = 0; i < args.length; i++) {
 const files = walk("test")
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .filter((f) => tiers === undefined || tiers.includes(tierOf(f)))
-  .sort();
+  .map((f) => f.split("\\").join("/"));
+const weightsFile = join("scripts", "test-weights.json");
+const weights = JSON.parse(readFileSync(weightsFile, "utf8"));
+const known = Object.values(weights).sort((a, b) => a - b);
+const weightOf = (f) => weights[f] ?? known[Math.floor(known.length / 2)] ?? 0;
+files.sort((a, b) => weightOf(b) - weightOf(a) || (a < b ? -1 : a > b ? 1 : 0));
 if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
@@ -67,14 +78,19 @@ mkdirSync(results, { recursive: true });
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const measured = coverage && filters.length === 0 && tiers === undefined;
 if (measured) rmSync("coverage", { recursive: true, force: true });
+const lanes = Array.from({ length: Number(concurrency) || 1 }, () => 0);
+for (const f of files) lanes[lanes.indexOf(Math.min(...lanes))] += weightOf(f);
+const unweighed = files.filter((f) => weights[f] === undefined).length;
+console.log(`${files.length} files${unweighed > 0 ? ` (${unweighed} with no weight)` : ""}, ` +
+  `${Math.round(files.reduce((sum, f) => sum + weightOf(f), 0))} s by their weights, about ${Math.round(Math.max(...lanes))} s on ${lanes.length} lanes`);
+const durations = join(results, "durations.json");
 const result = spawnSync(
   process.execPath,
   [
     ...(measured ? [join("node_modules", "c8", "bin", "c8.js"), "--check-coverage", process.execPath] : []),
-    "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000",
-    `--test-reporter=${reporter}`, "--test-reporter-destination=stdout",
-    "--test-reporter=junit", `--test-reporter-destination=${join(results, "junit.xml")}`,
-    ...files,
+    "--import", "tsx", join("scripts", "test-queue.mjs"), "--concurrency", concurrency, "--timeout", "600000",
+    "--durations", durations, "--reporter", `${reporter}=stdout`, "--reporter", `junit=${join(results, "junit.xml")}`,
+    "--", ...files,
   ],
   { stdio: "inherit", env: { ...process.env, SURELOCK_TEST_SUMMARY: summaryFile, SURELOCK_TEST_TIERS: (tiers ?? []).join(",") } },
 );
@@ -82,5 +98,10 @@ const result = spawnSync(
 if (measured && existsSync(summaryFile)) {
   process.stdout.write(`\n${readFileSync(summaryFile, "utf8")}`);
   if (result.status !== 0) console.log("(coverage or tests below the bar: see above)");
+}
+if (recordWeights && existsSync(durations)) {
+  const merged = { ...weights, ...JSON.parse(readFileSync(durations, "utf8")) };
+  const sorted = Object.fromEntries(Object.keys(merged).sort().map((f) => [f, merged[f]]));
+  writeFileSync(weightsFile, `${JSON.stringify(sorted, null, 2)}\n`);
 }
 process.exit(result.status ?? 1);

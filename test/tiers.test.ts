@@ -2,7 +2,7 @@
 // tiers (unit and memory, `npm run test:fast`) start no server, proxy or process: the helpers that
 // would refuse to when the runner says it runs only those tiers.
 import assert from "node:assert/strict";
-import { readdirSync, statSync } from "node:fs";
+import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { TIER_NAMES, tierOf } from "../scripts/test-tiers.mjs";
@@ -24,6 +24,16 @@ describe("test tiers", () => {
     assert.equal(tierOf("test/torture/checkers.test.ts"), "unit");
     assert.equal(tierOf("test/torture/regressions.test.ts"), "soak");
     assert.equal(tierOf("test/mutex/basics.test.ts"), "redis", "what no tier names runs on a real redis-server");
+  });
+
+  it("the weights that order a run (scripts/test-weights.json) are seconds of test files that exist", () => {
+    const files = new Set(walk("test").filter((f) => f.endsWith(".test.ts")).map((f) => f.split("\\").join("/")));
+    const weights = JSON.parse(readFileSync("scripts/test-weights.json", "utf8")) as Record<string, unknown>;
+    assert.ok(Object.keys(weights).length > 0);
+    for (const [file, seconds] of Object.entries(weights)) {
+      assert.ok(files.has(file), `${file} is no test file: drop it from scripts/test-weights.json`);
+      assert.ok(typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0, `${file}: ${String(seconds)}`);
+    }
   });
 
   it("a helper that starts a server refuses in a run of the fast tiers only, and says where to move the test", () => {
